@@ -1,0 +1,1 @@
+"""The doors into robotmem: CLI, MCP server, REST API and web page. Each only translates."""

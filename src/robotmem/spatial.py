@@ -1,0 +1,92 @@
+"""Nearest-first ordering of memories by a coordinate stored in their context."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from robotmem.errors import ValidationError
+
+MAX_DIMENSIONS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class SpatialSort:
+    """Sort by Euclidean distance from ``target`` to the list at ``path`` in the context."""
+
+    path: tuple[str, ...]
+    target: tuple[float, ...]
+    max_distance: float | None = None
+
+
+def _fail(problem: str) -> ValidationError:
+    return ValidationError(f"spatial_sort: {problem}")
+
+
+def parse_spatial_sort(raw: Any) -> SpatialSort | None:
+    """Return the parsed spatial sort for a dict or JSON string (None/empty for none).
+
+    Raises ``ValidationError`` naming the key: ``field`` must be a dot path, ``target`` a list of
+    1..16 finite numbers, ``max_distance`` a non-negative number.
+    """
+    if raw is None or raw == "" or raw == {}:
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise _fail(f"is not valid JSON ({exc.msg} at position {exc.pos})") from None
+    if not isinstance(raw, dict):
+        raise _fail(
+            f'must be an object like {{"field": "spatial.position", "target": [x, y, z]}}, got {raw!r}'
+        )
+    unknown = set(raw) - {"field", "target", "max_distance"}
+    if unknown:
+        raise _fail(f"unknown key(s) {sorted(unknown)}; expected field, target, max_distance")
+    field = raw.get("field")
+    if not isinstance(field, str) or not field or any(not part for part in field.split(".")):
+        raise _fail("field must be a dot path to a coordinate list, e.g. 'spatial.object_position'")
+    target = raw.get("target")
+    if not isinstance(target, list) or not 1 <= len(target) <= MAX_DIMENSIONS:
+        raise _fail(f"target must be a list of 1..{MAX_DIMENSIONS} numbers, got {json.dumps(target)}")
+    if not all(_is_number(v) for v in target):
+        raise _fail(f"target must contain only finite numbers, got {json.dumps(target)}")
+    max_distance = raw.get("max_distance")
+    if max_distance is not None and (not _is_number(max_distance) or max_distance < 0):
+        raise _fail(f"max_distance must be a non-negative number, got {json.dumps(max_distance)}")
+    path = tuple(field.split("."))
+    if path[0] == "context":
+        path = path[1:]
+    return SpatialSort(
+        path, tuple(float(v) for v in target), None if max_distance is None else float(max_distance)
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def coordinates_at(context: Any, path: tuple[str, ...]) -> tuple[float, ...] | None:
+    """Return the numeric list found at ``path`` in ``context``, or None if absent or not numeric."""
+    node = context
+    for key in path:
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    if isinstance(node, dict) and "value" in node:
+        node = node["value"]
+    if isinstance(node, list) and node and all(_is_number(v) for v in node):
+        return tuple(float(v) for v in node)
+    return None
+
+
+def distance(point: tuple[float, ...] | None, target: tuple[float, ...]) -> float | None:
+    """Return the Euclidean distance, or None when the point is missing or of another dimension."""
+    if point is None or len(point) != len(target):
+        return None
+    return math.sqrt(sum((a - b) ** 2 for a, b in zip(point, target, strict=True)))

@@ -1,0 +1,286 @@
+"""Rows of ``memories`` and everything that must change with them: FTS, tags, payloads."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from robotmem.errors import ConflictError, NotFoundError
+from robotmem.records import Memory
+
+COLUMNS = (
+    "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
+    "m.perception_type, m.created_at, m.updated_at, m.access_count, m.context, m.status, m.superseded_by, "
+    "m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, m.invalidated_reason, m.embedding_model"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """Everything needed to insert one memory."""
+
+    collection: str
+    type: str
+    content: str
+    content_hash: str | None
+    category: str
+    confidence: float
+    context: dict[str, Any]
+    scope_files: tuple[str, ...]
+    scope_entities: tuple[str, ...]
+    session_id: str | None
+    perception_type: str | None
+    tags: tuple[str, ...]
+    index_body: str
+    created_at: str
+    human_summary: str | None = None
+    data_json: str | None = None
+    metadata_json: str | None = None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
+    """Return the ``Memory`` for a row selected with ``COLUMNS``."""
+    return Memory(
+        id=row[0],
+        collection=row[1],
+        type=row[2],
+        content=row[3],
+        human_summary=row[4],
+        category=row[5],
+        confidence=row[6],
+        session_id=row[7],
+        perception_type=row[8],
+        created_at=row[9],
+        updated_at=row[10],
+        access_count=row[11],
+        context=json.loads(row[12]) if row[12] else {},
+        status=row[13],
+        superseded_by=row[14],
+        merged_ids=tuple(json.loads(row[15] or "[]")),
+        last_accessed=row[16],
+        scope_files=tuple(json.loads(row[17] or "[]")),
+        scope_entities=tuple(json.loads(row[18] or "[]")),
+        invalidated_reason=row[19],
+        has_embedding=row[20] is not None,
+        tags=tuple(tags),
+    )
+
+
+def insert(conn: sqlite3.Connection, new: NewMemory) -> int:
+    """Insert ``new`` with its FTS row, tags and payload; return its id."""
+    cursor = conn.execute(
+        "INSERT INTO memories (collection, type, content, human_summary, content_hash, category, confidence, "
+        "base_confidence, context, scope_files, scope_entities, session_id, perception_type, created_at, updated_at) "
+        "VALUES (:collection, :type, :content, :summary, :hash, :category, :confidence, :confidence, :context, "
+        ":files, :entities, :session_id, :perception_type, :now, :now)",
+        {
+            "collection": new.collection,
+            "type": new.type,
+            "content": new.content,
+            "summary": new.human_summary,
+            "hash": new.content_hash,
+            "category": new.category,
+            "confidence": new.confidence,
+            "context": _dumps(new.context),
+            "files": _dumps(list(new.scope_files)),
+            "entities": _dumps(list(new.scope_entities)),
+            "session_id": new.session_id,
+            "perception_type": new.perception_type,
+            "now": new.created_at,
+        },
+    )
+    memory_id = int(cursor.lastrowid or 0)
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)",
+        {"id": memory_id, "body": new.index_body},
+    )
+    set_tags(conn, memory_id, new.tags)
+    if new.type == "perception":
+        conn.execute(
+            "INSERT INTO perception_payloads (memory_id, data, metadata) VALUES (:id, :data, :metadata)",
+            {"id": memory_id, "data": new.data_json, "metadata": new.metadata_json},
+        )
+    return memory_id
+
+
+def set_tags(conn: sqlite3.Connection, memory_id: int, tags: Iterable[str], source: str = "auto") -> None:
+    """Replace the ``source`` tags of ``memory_id`` with ``tags``."""
+    conn.execute(
+        "DELETE FROM memory_tags WHERE memory_id = :id AND source = :source",
+        {"id": memory_id, "source": source},
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, :source)",
+        [{"id": memory_id, "tag": tag, "source": source} for tag in dict.fromkeys(tags)],
+    )
+
+
+def fetch(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Memory]:
+    """Return id → Memory for the existing ids among ``ids`` (any status)."""
+    found: dict[int, Memory] = {}
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        tags: dict[int, list[str]] = {}
+        for memory_id, tag in conn.execute(
+            f"SELECT memory_id, tag FROM memory_tags WHERE memory_id IN ({marks}) ORDER BY rowid", chunk
+        ):
+            tags.setdefault(memory_id, []).append(tag)
+        for row in conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk):
+            found[row[0]] = row_to_memory(row, tags.get(row[0], ()))
+    return found
+
+
+def get(conn: sqlite3.Connection, memory_id: int) -> Memory:
+    """Return the memory ``memory_id`` in any status; raises ``NotFoundError`` if there is none."""
+    memory = fetch(conn, [memory_id]).get(memory_id)
+    if memory is None:
+        raise NotFoundError(f"memory_id {memory_id}: no memory with this id")
+    return memory
+
+
+def get_active(conn: sqlite3.Connection, memory_id: int) -> Memory:
+    """Return the active memory ``memory_id``; raises ``NotFoundError`` or ``ConflictError`` (not active)."""
+    memory = get(conn, memory_id)
+    if memory.status != "active":
+        detail = f" by memory {memory.superseded_by}" if memory.superseded_by else ""
+        raise ConflictError(
+            f"memory_id {memory_id}: the memory is {memory.status}{detail}; only active memories change"
+        )
+    return memory
+
+
+def payload(conn: sqlite3.Connection, memory_id: int) -> tuple[Any, Any]:
+    """Return the parsed ``(data, metadata)`` of a perception (``(None, None)`` when absent)."""
+    row = conn.execute(
+        "SELECT data, metadata FROM perception_payloads WHERE memory_id = :id", {"id": memory_id}
+    ).fetchone()
+    if row is None:
+        return None, None
+    return (
+        json.loads(row[0]) if row[0] is not None else None,
+        json.loads(row[1]) if row[1] is not None else None,
+    )
+
+
+def payloads(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[Any, Any]]:
+    """Return id → parsed ``(data, metadata)`` for the perceptions among ``ids``."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT memory_id, data, metadata FROM perception_payloads WHERE memory_id IN ({marks})", list(ids)
+    )
+    return {
+        row[0]: (
+            json.loads(row[1]) if row[1] is not None else None,
+            json.loads(row[2]) if row[2] is not None else None,
+        )
+        for row in rows
+    }
+
+
+def find_exact(conn: sqlite3.Connection, collection: str, digest: str) -> int | None:
+    """Return the id of an active fact in ``collection`` with this content hash, if any."""
+    row = conn.execute(
+        "SELECT id FROM memories WHERE content_hash = :hash AND collection = :collection AND status = 'active' "
+        "AND type = 'fact' ORDER BY id LIMIT 1",
+        {"hash": digest, "collection": collection},
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def replace_content(
+    conn: sqlite3.Connection,
+    memory_id: int,
+    *,
+    content: str,
+    digest: str,
+    category: str,
+    confidence: float,
+    context: dict[str, Any],
+    scope_files: tuple[str, ...],
+    scope_entities: tuple[str, ...],
+    tags: tuple[str, ...],
+    index_body: str,
+    now: str,
+) -> None:
+    """Rewrite the text of ``memory_id`` and everything derived from it (hash, FTS, category, tags)."""
+    conn.execute(
+        "UPDATE memories SET content = :content, content_hash = :hash, category = :category, "
+        "confidence = :confidence, base_confidence = :confidence, context = :context, scope_files = :files, "
+        "scope_entities = :entities, embedding_model = NULL, updated_at = :now WHERE id = :id",
+        {
+            "id": memory_id,
+            "content": content,
+            "hash": digest,
+            "category": category,
+            "confidence": confidence,
+            "context": _dumps(context),
+            "files": _dumps(list(scope_files)),
+            "entities": _dumps(list(scope_entities)),
+            "now": now,
+        },
+    )
+    conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)", {"id": memory_id, "body": index_body}
+    )
+    set_tags(conn, memory_id, tags)
+
+
+def invalidate(conn: sqlite3.Connection, memory_id: int, reason: str, now: str) -> None:
+    """Mark ``memory_id`` invalidated and take it out of the text index."""
+    conn.execute(
+        "UPDATE memories SET status = 'invalidated', invalidated_reason = :reason, updated_at = :now WHERE id = :id",
+        {"id": memory_id, "reason": reason, "now": now},
+    )
+    conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
+
+
+def supersede(conn: sqlite3.Connection, representative: int, merged: Sequence[int], now: str) -> None:
+    """Mark ``merged`` superseded by ``representative`` and record them on it."""
+    for memory_id in merged:
+        conn.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = :rep, updated_at = :now WHERE id = :id",
+            {"rep": representative, "now": now, "id": memory_id},
+        )
+        conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
+    row = conn.execute("SELECT merged_ids FROM memories WHERE id = :id", {"id": representative}).fetchone()
+    merged_ids = list(dict.fromkeys([*json.loads(row[0] or "[]"), *merged]))
+    conn.execute(
+        "UPDATE memories SET merged_ids = :merged, updated_at = :now WHERE id = :id",
+        {"merged": _dumps(merged_ids), "now": now, "id": representative},
+    )
+
+
+def record_access(conn: sqlite3.Connection, counts: dict[int, int], now: str) -> None:
+    """Add ``counts`` to ``access_count``, stamp ``last_accessed`` and restart decay from the current confidence."""
+    conn.executemany(
+        "UPDATE memories SET access_count = access_count + :n, last_accessed = :now, base_confidence = confidence "
+        "WHERE id = :id",
+        [{"id": memory_id, "n": n, "now": now} for memory_id, n in counts.items()],
+    )
+
+
+def decay(conn: sqlite3.Connection, collection: str, now: str, protected: Sequence[str]) -> int:
+    """Recompute confidence from ``base_confidence`` and days since last access; return how many changed.
+
+    Uses the SQL function ``robotmem_decay(base, since, now)`` registered by the service, so the same
+    elapsed time always gives the same value however often this runs.
+    """
+    marks = ",".join("?" * len(protected))
+    cursor = conn.execute(
+        "UPDATE memories SET confidence = robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?) "
+        f"WHERE collection = ? AND status = 'active' AND category NOT IN ({marks}) "
+        "AND abs(confidence - robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?)) > 1e-9",
+        [now, collection, *protected, now],
+    )
+    return int(cursor.rowcount)

@@ -1,0 +1,87 @@
+"""Stored vectors and the in-process index that mirrors them.
+
+Every vector write takes the next ``seq``; a tombstone (NULL embedding) takes one too. Any process can
+bring its index up to date by reading the rows with ``seq`` above the last it saw, so several
+processes sharing one file see each other's writes without reloading everything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import numpy as np
+
+from robotmem.vectors import FloatArray, VectorIndex, decode_vector, encode_vector
+
+
+def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:
+    """Store ``vector`` for ``memory_id`` and mark the memory embedded with ``model_id``."""
+    conn.execute(
+        "INSERT OR REPLACE INTO memory_vectors (memory_id, seq, model_id, embedding) "
+        "VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_vectors), :model, :blob)",
+        {"id": memory_id, "model": model_id, "blob": encode_vector(vector)},
+    )
+    conn.execute(
+        "UPDATE memories SET embedding_model = :model WHERE id = :id", {"id": memory_id, "model": model_id}
+    )
+
+
+def drop(conn: sqlite3.Connection, memory_id: int) -> None:
+    """Replace the vector of ``memory_id`` by a tombstone so every index forgets it."""
+    conn.execute(
+        "UPDATE memory_vectors SET embedding = NULL, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_vectors) "
+        "WHERE memory_id = :id AND embedding IS NOT NULL",
+        {"id": memory_id},
+    )
+    conn.execute("UPDATE memories SET embedding_model = NULL WHERE id = :id", {"id": memory_id})
+
+
+def stored_model(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    """Return ``(model_id, dim)`` recorded for this database's vectors, or None before the first vector."""
+    rows = dict(
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('embed_model_id', 'embed_dim')").fetchall()
+    )
+    if "embed_model_id" not in rows:
+        return None
+    return rows["embed_model_id"], int(rows.get("embed_dim", 0))
+
+
+def record_model(conn: sqlite3.Connection, model_id: str, dim: int) -> None:
+    """Record the model whose vectors this database holds."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
+        [{"key": "embed_model_id", "value": model_id}, {"key": "embed_dim", "value": str(dim)}],
+    )
+
+
+class MirroredIndex:
+    """A ``VectorIndex`` kept in step with ``memory_vectors`` of one model by incremental sync."""
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id = model_id
+        self.index = VectorIndex(dim)
+        self._seen_seq = 0
+        self._lock = threading.Lock()
+
+    def sync(self, conn: sqlite3.Connection) -> None:
+        """Apply every vector row written since the last sync (by this or any other process)."""
+        with self._lock:
+            rows = conn.execute(
+                "SELECT memory_id, seq, model_id, embedding FROM memory_vectors WHERE seq > :seen ORDER BY seq",
+                {"seen": self._seen_seq},
+            ).fetchall()
+            dim = self.index.dim
+            for memory_id, seq, model_id, blob in rows:
+                if blob is None or model_id != self.model_id or len(blob) != 4 * dim:
+                    self.index.remove(memory_id)
+                else:
+                    self.index.upsert(memory_id, np.frombuffer(blob, dtype="<f4"))
+                self._seen_seq = seq
+
+    def vector(self, memory_id: int) -> FloatArray | None:
+        """Return the indexed vector of ``memory_id`` (after a sync), or None."""
+        return self.index.vector(memory_id)
+
+
+__all__ = ["MirroredIndex", "decode_vector", "drop", "put", "record_model", "stored_model"]

@@ -1,0 +1,183 @@
+"""Text handling shared by indexing, querying and dedup: normalisation, CJK-aware tokens, FTS5 queries.
+
+Chinese has no spaces, so CJK runs are segmented into words with rjieba (jieba's dictionary in Rust);
+other runs are split into lower-cased words, keeping ``grip_force`` and ``12.5`` whole and adding
+their parts. FTS5 then indexes the space-joined tokens with its ``unicode61`` tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+
+import rjieba
+
+# CJK unified ideographs (+ extension A), kana and hangul are segmented by the dictionary.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_WORD = re.compile(r"[^\W_]+(?:[._][^\W_]+)*", re.UNICODE)
+_PARTS = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+", re.UNICODE)
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
+_SPACES = re.compile(r"\s+")
+
+# Words too common to help a ranked OR query; they are still indexed.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+def normalize(text: str) -> str:
+    """Return ``text`` NFKC-normalised, case-folded, with runs of whitespace collapsed."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def content_hash(text: str) -> str:
+    """Return the hex digest identifying ``text`` up to case, width and whitespace."""
+    return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()
+
+
+def _latin_tokens(run: str, *, expand: bool) -> Iterable[str]:
+    for word in _WORD.findall(run):
+        yield word
+        if expand:
+            parts = _PARTS.findall(word)
+            if len(parts) > 1:
+                yield from parts
+
+
+def tokens(text: str, *, for_index: bool = False) -> list[str]:
+    """Return the word tokens of ``text`` in order.
+
+    CJK runs become dictionary words (for the index also their sub-words, so 机器 finds 机器人);
+    other runs become lower-case words, and compounds such as ``grip_force`` or ``12.5n`` also yield
+    their parts when ``for_index`` is true or when used in a query.
+    """
+    out: list[str] = []
+    folded = normalize(text)
+    position = 0
+    for match in _CJK_RUN.finditer(folded):
+        out.extend(_latin_tokens(folded[position : match.start()], expand=True))
+        run = match.group()
+        words = rjieba.cut(run)
+        if for_index:
+            known = set(words)
+            words = words + [word for word in rjieba.cut_for_search(run) if word not in known]
+        out.extend(word for word in words if word.strip())
+        position = match.end()
+    out.extend(_latin_tokens(folded[position:], expand=True))
+    return out
+
+
+def index_text(*parts: str) -> str:
+    """Return the space-joined tokens FTS5 indexes for a memory made of ``parts``."""
+    return " ".join(token for part in parts if part for token in tokens(part, for_index=True))
+
+
+def fts_query(query: str) -> str | None:
+    """Return an FTS5 MATCH expression: the OR of the query's distinct tokens, or None if none.
+
+    Every token is double-quoted, so FTS5 operators typed by a user (``NEAR``, ``AND``, ``*``,
+    ``:``, ``-``, parentheses) are searched as words instead of being parsed as syntax.
+    """
+    seen: dict[str, None] = {}
+    for token in tokens(query):
+        if token in STOPWORDS or token in seen:
+            continue
+        seen[token] = None
+    if not seen:
+        return None
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in seen)
+
+
+def word_set(text: str) -> frozenset[str]:
+    """Return the set of words of ``text`` (punctuation dropped) used for Jaccard similarity."""
+    return frozenset(tokens_plain(text))
+
+
+def tokens_plain(text: str) -> list[str]:
+    """Return the words of ``text`` without compound expansion (CJK by precise segmentation)."""
+    out: list[str] = []
+    folded = normalize(text)
+    position = 0
+    for match in _CJK_RUN.finditer(folded):
+        out.extend(_WORD.findall(folded[position : match.start()]))
+        out.extend(word for word in rjieba.cut(match.group()) if word.strip())
+        position = match.end()
+    out.extend(_WORD.findall(folded[position:]))
+    return out
+
+
+def numbers(text: str) -> tuple[str, ...]:
+    """Return the numbers written in ``text``, in order, as normalised strings (``12.50`` → ``12.5``)."""
+    out = []
+    for raw in _NUMBER.findall(unicodedata.normalize("NFKC", text)):
+        value = raw.lstrip("+")
+        if "." in value:
+            value = value.rstrip("0").rstrip(".")
+        out.append(value or "0")
+    return tuple(out)
+
+
+def jaccard(left: frozenset[str], right: frozenset[str]) -> float:
+    """Return |left ∩ right| / |left ∪ right| (1.0 for two empty sets)."""
+    if not left and not right:
+        return 1.0
+    return len(left & right) / len(left | right)

@@ -1,0 +1,232 @@
+"""Input models of the seven operations (Pydantic) and the parse functions every surface goes through.
+
+The models carry the SPEC defaults and limits, so REST and MCP schemas are generated from them;
+limits that settings can change are checked again by the service with the configured values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from typing import Annotated, Any, Literal, TypeVar
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from robotmem.errors import ValidationError
+
+JsonObjectOrText = Annotated[
+    dict[str, Any] | str | None,
+    Field(description="A JSON object, or a string holding one."),
+]
+PerceptionType = Literal["visual", "tactile", "auditory", "proprioceptive", "procedural"]
+MAX_JSON_DEPTH = 32
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class LearnInput(_Input):
+    """Store one experience (an insight with its context)."""
+
+    insight: str = Field(
+        description="The lesson or finding, 1..300 characters after trimming.", max_length=100_000
+    )
+    context: JsonObjectOrText = Field(
+        default=None, description="Context JSON with sections params, spatial, robot, task (≤64 KiB)."
+    )
+    collection: str | None = Field(default=None, description="Collection name (default: the instance's).")
+    session_id: str | None = Field(default=None, description="Session (episode) the memory belongs to.")
+
+
+class RecallInput(_Input):
+    """Find the most relevant memories."""
+
+    query: str = Field(
+        default="", description="What to look for; may be empty when filters or spatial_sort are given."
+    )
+    n: int | None = Field(default=None, ge=1, le=100, description="How many memories to return (default 5).")
+    min_confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Lowest confidence (default 0.3)."
+    )
+    session_id: str | None = Field(default=None, description="Only memories of this session.")
+    context_filter: JsonObjectOrText = Field(
+        default=None, description='Structured filter, e.g. {"task.success": true}.'
+    )
+    spatial_sort: JsonObjectOrText = Field(
+        default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
+    )
+    collection: str | None = Field(
+        default=None, description="Collection to search (default: the instance's)."
+    )
+    include_data: bool = Field(default=False, description="Include perception data and metadata.")
+    order: Literal["relevance", "time"] = Field(
+        default="relevance", description="relevance, or time (oldest first)."
+    )
+
+
+class SavePerceptionInput(_Input):
+    """Store a sensor reading or trajectory."""
+
+    description: str = Field(description="What was perceived, at least 5 characters.", max_length=100_000)
+    perception_type: PerceptionType = Field(default="visual")
+    data: Any = Field(default=None, description="Payload: a string or any JSON value (size-capped).")
+    metadata: Any = Field(default=None, description="Extra JSON about the payload (size-capped).")
+    collection: str | None = None
+    session_id: str | None = None
+
+
+class ForgetInput(_Input):
+    """Mark a memory as wrong so recall stops returning it."""
+
+    memory_id: int = Field(ge=1)
+    reason: str = Field(description="Why the memory is wrong.", max_length=10_000)
+
+
+class UpdateInput(_Input):
+    """Correct the text (and optionally the context) of a memory."""
+
+    memory_id: int = Field(ge=1)
+    new_content: str = Field(description="The corrected text, 1..300 characters.", max_length=100_000)
+    context: JsonObjectOrText = Field(default=None, description="Replaces the stored context when given.")
+
+
+class StartSessionInput(_Input):
+    """Begin an episode."""
+
+    context: JsonObjectOrText = None
+    collection: str | None = None
+
+
+class EndSessionInput(_Input):
+    """End an episode: summarise, consolidate, decay, and return related memories."""
+
+    session_id: str = Field(min_length=1)
+    outcome_score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="How well the episode went, 0..1."
+    )
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_input(model: type[ModelT], arguments: dict[str, Any]) -> ModelT:
+    """Return ``model`` built from ``arguments``; raises ``ValidationError`` naming each bad field."""
+    try:
+        return model.model_validate(arguments)
+    except pydantic.ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "input"
+            detail = error["msg"]
+            if error["type"] == "extra_forbidden":
+                allowed = ", ".join(model.model_fields)
+                detail = f"unknown parameter; accepted parameters are {allowed}"
+            elif error["type"] != "missing":
+                detail += f" (got {_short(error.get('input'))})"
+            problems.append(f"{field}: {detail}")
+        raise ValidationError("; ".join(problems)) from None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > limit:
+            return level
+        if isinstance(node, dict):
+            stack.extend((child, level + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, level + 1) for child in node)
+    return deepest
+
+
+def check_json_value(field: str, value: Any, max_bytes: int) -> str:
+    """Return the compact JSON text of ``value``; raises ``ValidationError`` if it is not finite JSON,
+    nests deeper than 32 levels or exceeds ``max_bytes``."""
+    if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ValidationError(f"{field}: nests deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        raise ValidationError(f"{field}: numbers must be finite (NaN and Infinity are not JSON)") from None
+    except TypeError as exc:
+        raise ValidationError(f"{field}: must contain only JSON values ({exc})") from None
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise ValidationError(f"{field}: is {size} bytes of JSON; the limit is {max_bytes}")
+    return text
+
+
+def parse_json_object(field: str, raw: Any, max_bytes: int) -> dict[str, Any]:
+    """Return the object given as a dict or a JSON string (None or "" → {}).
+
+    Raises ``ValidationError`` naming ``field`` for invalid JSON, a non-object, NaN/Infinity,
+    nesting deeper than 32 or more than ``max_bytes``.
+    """
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if isinstance(raw, str):
+        if len(raw.encode("utf-8")) > max_bytes:
+            raise ValidationError(f"{field}: is {len(raw.encode('utf-8'))} bytes; the limit is {max_bytes}")
+        try:
+            raw = json.loads(raw, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise ValidationError(f"{field}: is not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ValidationError(f"{field}: must be a JSON object, got {type(raw).__name__}")
+    if not all(isinstance(key, str) for key in raw):
+        raise ValidationError(f"{field}: object keys must be strings")
+    check_json_value(field, raw, max_bytes)
+    return raw
+
+
+def parse_payload(field: str, raw: Any, max_bytes: int) -> tuple[Any, str | None]:
+    """Return ``(value, json_text)`` for perception data or metadata.
+
+    A string holding JSON is parsed; any other string is kept as text. None stays None.
+    """
+    if raw is None:
+        return None, None
+    if isinstance(raw, str):
+        with contextlib.suppress(ValueError):  # not JSON: keep the text as it is
+            raw = json.loads(raw, parse_constant=_reject_constant)
+    if isinstance(raw, float) and not math.isfinite(raw):
+        raise ValidationError(f"{field}: numbers must be finite (NaN and Infinity are not JSON)")
+    return raw, check_json_value(field, raw, max_bytes)
+
+
+def parse_text(field: str, raw: Any, *, min_chars: int = 1, max_chars: int | None = None) -> str:
+    """Return ``raw`` stripped; raises ``ValidationError`` if not a string or outside the length bounds."""
+    if not isinstance(raw, str):
+        raise ValidationError(f"{field}: must be a string, got {type(raw).__name__}")
+    text = raw.strip()
+    if "\x00" in text:
+        raise ValidationError(f"{field}: must not contain NUL characters")
+    if len(text) < min_chars:
+        what = "must not be empty" if min_chars == 1 else f"must be at least {min_chars} characters"
+        raise ValidationError(f"{field}: {what} (got {len(text)})")
+    if max_chars is not None and len(text) > max_chars:
+        raise ValidationError(f"{field}: is {len(text)} characters; the limit is {max_chars}")
+    return text
+
+
+def parse_name(field: str, raw: Any) -> str:
+    """Return a collection or session name: 1..200 printable characters."""
+    text = parse_text(field, raw, max_chars=200)
+    if any(not ch.isprintable() for ch in text):
+        raise ValidationError(f"{field}: must contain only printable characters")
+    return text

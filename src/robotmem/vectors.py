@@ -1,0 +1,124 @@
+"""Vector encoding and the exact in-process cosine index (pure: no SQLite, no model).
+
+Vectors are stored in SQLite as little-endian float32 blobs; searching them is a matrix product over
+unit vectors held in memory. Exact search keeps filters exact (any subset can be ranked) and measured
+faster here than an approximate index at robot-sized collections (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from robotmem.errors import ValidationError
+
+FloatArray = npt.NDArray[np.float32]
+
+
+def encode_vector(vector: FloatArray) -> bytes:
+    """Return the float32 little-endian bytes of ``vector``."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def decode_vector(blob: bytes, dim: int) -> FloatArray:
+    """Return the vector stored in ``blob``; raises ``ValidationError`` if its length is not ``dim``."""
+    if len(blob) != 4 * dim:
+        raise ValidationError(f"stored vector has {len(blob) // 4} dimensions; the index expects {dim}")
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+class VectorIndex:
+    """Unit vectors keyed by memory id, searched exactly by dot product (= cosine)."""
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self._matrix: FloatArray = np.zeros((capacity, dim), dtype=np.float32)
+        self._ids = np.full(capacity, -1, dtype=np.int64)
+        self._rows: dict[int, int] = {}
+        self._size = 0  # rows in use, live or dead
+        self._dead = 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._rows
+
+    def upsert(self, memory_id: int, vector: FloatArray) -> None:
+        """Add or replace the vector of ``memory_id``."""
+        if vector.shape != (self.dim,):
+            raise ValidationError(f"vector has shape {vector.shape}; the index expects ({self.dim},)")
+        row = self._rows.get(memory_id)
+        if row is None:
+            if self._size == len(self._ids):
+                self._grow()
+            row = self._size
+            self._size += 1
+            self._rows[memory_id] = row
+            self._ids[row] = memory_id
+        self._matrix[row] = vector
+
+    def remove(self, memory_id: int) -> None:
+        """Drop ``memory_id`` from the index (no-op if absent)."""
+        row = self._rows.pop(memory_id, None)
+        if row is None:
+            return
+        self._ids[row] = -1
+        self._matrix[row] = 0.0
+        self._dead += 1
+        if self._dead > 1024 and self._dead * 4 > self._size:
+            self._compact()
+
+    def vector(self, memory_id: int) -> FloatArray | None:
+        """Return a copy of the stored vector, or None."""
+        row = self._rows.get(memory_id)
+        return None if row is None else self._matrix[row].copy()
+
+    def similarities(self, query: FloatArray) -> tuple[npt.NDArray[np.int64], FloatArray]:
+        """Return ``(ids, cosine)`` of every live vector against the unit vector ``query``."""
+        live = self._ids[: self._size]
+        scores = self._matrix[: self._size] @ np.asarray(query, dtype=np.float32)
+        mask = live >= 0
+        if self._dead:
+            return live[mask], scores[mask]
+        return live, scores
+
+    def ranked(self, query: FloatArray, first: int = 64) -> Iterator[tuple[int, float]]:
+        """Yield ``(memory_id, cosine)`` best first, lazily: the top ``first`` are sorted, the rest on demand."""
+        ids, scores = self.similarities(query)
+        total = len(ids)
+        if total == 0:
+            return
+        first = min(max(first, 1), total)
+        head = np.argpartition(-scores, first - 1)[:first] if first < total else np.arange(total)
+        head = head[np.argsort(-scores[head], kind="stable")]
+        for row in head:
+            yield int(ids[row]), float(scores[row])
+        if first == total:
+            return
+        seen = np.zeros(total, dtype=bool)
+        seen[head] = True
+        rest = np.flatnonzero(~seen)
+        rest = rest[np.argsort(-scores[rest], kind="stable")]
+        for row in rest:
+            yield int(ids[row]), float(scores[row])
+
+    def _grow(self) -> None:
+        capacity = max(1024, len(self._ids) * 2)
+        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        matrix[: self._size] = self._matrix[: self._size]
+        ids = np.full(capacity, -1, dtype=np.int64)
+        ids[: self._size] = self._ids[: self._size]
+        self._matrix, self._ids = matrix, ids
+
+    def _compact(self) -> None:
+        live = np.flatnonzero(self._ids[: self._size] >= 0)
+        self._matrix[: len(live)] = self._matrix[live]
+        self._ids[: len(live)] = self._ids[live]
+        self._ids[len(live) :] = -1
+        self._matrix[len(live) :] = 0.0
+        self._size = len(live)
+        self._dead = 0
+        self._rows = {int(memory_id): row for row, memory_id in enumerate(self._ids[: self._size])}
