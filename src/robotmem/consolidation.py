@@ -116,4 +116,4 @@ def decayed_confidence(base: float, elapsed_days: float, rate: float) -> float:
     days = math.floor(elapsed_days)
     if days <= 0 or rate <= 0:
         return base
-    return round(max(CONFIDENCE_FLOOR, base * math.pow(1.0 - min(rate, 1.0), days)), 6)
+    return min(base, round(max(CONFIDENCE_FLOOR, base * math.pow(1.0 - min(rate, 1.0), days)), 6))

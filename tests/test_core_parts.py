@@ -1,0 +1,106 @@
+"""Small pure pieces: RRF, vectors, spatial sort, settings, and the public API list."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import robotmem
+from robotmem import ValidationError
+from robotmem.config import Settings, load_settings
+from robotmem.ranking import fuse_rrf, normalize_scores
+from robotmem.spatial import coordinates_at, distance, parse_spatial_sort
+from robotmem.vectors import VectorIndex, decode_vector, encode_vector
+
+
+def test_rrf_follows_the_formula_with_zero_based_ranks() -> None:
+    scores = fuse_rrf([[1, 2], [2, 3]], k=60)
+    assert scores[2] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores[1] == pytest.approx(1 / 61)
+    assert list(scores) == [1, 2, 3]
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 50), unique=True, max_size=20), min_size=1, max_size=3),
+    st.integers(0, 100),
+)
+def test_rrf_rewards_agreement(rankings: list[list[int]], k: int) -> None:
+    scores = fuse_rrf(rankings, k=k)
+    assert set(scores) == {i for ranking in rankings for i in ranking}
+    normalized = normalize_scores(scores)
+    if normalized:
+        assert max(normalized.values()) == pytest.approx(1.0)
+
+
+def test_vector_index_ranks_by_cosine_and_forgets() -> None:
+    index = VectorIndex(3, capacity=2)
+    for memory_id, vector in {1: [1, 0, 0], 2: [0.8, 0.6, 0], 3: [0, 1, 0]}.items():
+        index.upsert(memory_id, np.asarray(vector, dtype=np.float32))
+    query = np.asarray([1, 0, 0], dtype=np.float32)
+    assert [m for m, _ in index.ranked(query, first=1)] == [1, 2, 3]
+    index.remove(1)
+    assert [m for m, _ in index.ranked(query)] == [2, 3]
+    assert len(index) == 2 and 1 not in index
+
+
+@given(st.lists(st.floats(-1e6, 1e6, width=32), min_size=1, max_size=16))
+def test_vector_encoding_round_trips(values: list[float]) -> None:
+    vector = np.asarray(values, dtype=np.float32)
+    assert np.array_equal(decode_vector(encode_vector(vector), len(values)), vector)
+
+
+def test_spatial_sort_parsing_and_distance() -> None:
+    sort = parse_spatial_sort('{"field": "spatial.object_position", "target": [0, 0, 0], "max_distance": 2}')
+    assert sort is not None and sort.path == ("spatial", "object_position") and sort.max_distance == 2
+    point = coordinates_at({"spatial": {"object_position": [3, 4, 0]}}, sort.path)
+    assert distance(point, sort.target) == 5.0
+    assert distance((1.0, 2.0), sort.target) is None
+    for bad in (
+        {"field": "x"},
+        {"field": "x", "target": []},
+        {"field": "x", "target": [1, "a"]},
+        {"field": "x", "target": [1], "max_distance": -1},
+        {"field": "", "target": [1]},
+        "[1]",
+        {"field": "x", "target": [1], "extra": 1},
+    ):
+        with pytest.raises(ValidationError, match="spatial_sort"):
+            parse_spatial_sort(bad)
+
+
+def test_settings_come_from_file_then_environment(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "config.toml").write_text('rrf_k = 30\ntop_k = 7\nembed_backend = "none"\n')
+    settings = load_settings(
+        {"ROBOTMEM_HOME": str(tmp_path), "ROBOTMEM_TOP_K": "9", "ROBOTMEM_WEB_TOKEN": "x"}
+    )
+    assert (settings.rrf_k, settings.top_k, settings.embed_backend) == (30, 9, "none")
+    assert settings.database == tmp_path / "memory.db"
+    with pytest.raises(ValidationError, match="ROBOTMEM_RRF_K"):
+        load_settings({"ROBOTMEM_HOME": str(tmp_path), "ROBOTMEM_RRF_K": "many"})
+    (tmp_path / "config.toml").write_text("colour = 1\n")
+    with pytest.raises(ValidationError, match="unknown setting 'colour'"):
+        load_settings({"ROBOTMEM_HOME": str(tmp_path)})
+
+
+def test_configured_top_k_and_min_confidence_are_used(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(home=tmp_path, top_k=2, min_confidence=0.85, embed_backend="none")
+    with robotmem.RobotMemory(settings=settings) as mem:
+        for i in range(4):
+            mem.learn(f"gripper note number {i} about cups")
+        mem.learn("grip_force=12.5N works on cups because the pads are soft")  # confidence 0.9
+        found = mem.recall("gripper cups")
+        assert [m["confidence"] for m in found["memories"]] == [0.9]
+        assert len(mem.recall("gripper cups", min_confidence=0.0)["memories"]) == 2
+
+
+def test_public_api_is_sorted_and_complete() -> None:
+    assert robotmem.__all__ == sorted(robotmem.__all__)
+    public = {
+        name
+        for name in vars(robotmem)
+        if not name.startswith("_") and name not in {"annotations", "threading", "Any"}
+    }
+    modules = {name for name in public if type(getattr(robotmem, name)).__name__ == "module"}
+    assert public - modules == set(robotmem.__all__) - {"__version__"}

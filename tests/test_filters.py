@@ -1,0 +1,173 @@
+"""context_filter parsing and its SQL, checked against a real SQLite table."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from robotmem import ValidationError
+from robotmem.filters import parse_filter, to_sql
+
+ROWS = [
+    (
+        1,
+        {
+            "task": {"success": True, "steps": 38},
+            "params": {"grip_force": {"value": 12.5, "unit": "N"}},
+            "env": {"sim_or_real": "real"},
+            "labels": ["cup", "glass"],
+        },
+        "parameter",
+        0.9,
+    ),
+    (
+        2,
+        {
+            "task": {"success": False, "steps": 50},
+            "params": {"grip_force": {"value": 20, "unit": "N"}},
+            "env": {"sim_or_real": "sim"},
+            "note": "cup slipped",
+        },
+        "episode",
+        0.8,
+    ),
+    (3, {"task": {"name": "push"}, "spatial": {"position": [1, 2, 3]}}, "observation", 0.4),
+]
+
+
+@pytest.fixture(scope="module")
+def conn() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:")
+    db.execute(
+        "CREATE TABLE memories (id INTEGER PRIMARY KEY, context TEXT, category TEXT, confidence REAL, "
+        "collection TEXT, type TEXT, perception_type TEXT, session_id TEXT, created_at TEXT, "
+        "updated_at TEXT, access_count INTEGER)"
+    )
+    db.execute("CREATE TABLE memory_tags (memory_id INTEGER, tag TEXT)")
+    for memory_id, context, category, confidence in ROWS:
+        db.execute(
+            "INSERT INTO memories (id, context, category, confidence) VALUES (?, ?, ?, ?)",
+            (memory_id, json.dumps(context), category, confidence),
+        )
+    db.executemany(
+        "INSERT INTO memory_tags VALUES (?, ?)", [(1, "grasping"), (2, "failure"), (2, "grasping")]
+    )
+    return db
+
+
+def matching(conn: sqlite3.Connection, raw: object) -> list[int]:
+    node = parse_filter(raw)
+    assert node is not None
+    sql, params = to_sql(node)
+    return [r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {sql} ORDER BY m.id", params)]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ({"task.success": True}, [1]),
+        ('{"task.success": false}', [2]),
+        ({"params.grip_force": {"$lt": 15}}, [1]),
+        ({"params.grip_force.value": {"$gte": 12.5}}, [1, 2]),
+        ({"params.grip_force": {"$between": [10, 25]}}, [1, 2]),
+        ({"task.steps": {"$gt": 40, "$lte": 50}}, [2]),
+        ({"task.success": {"$ne": True}}, [2, 3]),
+        ({"env.sim_or_real": {"$in": ["real", "hardware"]}}, [1]),
+        ({"env.sim_or_real": {"$nin": ["real"]}}, [2, 3]),
+        ({"spatial.position": {"$exists": True}}, [3]),
+        ({"spatial.position": {"$exists": False}}, [1, 2]),
+        ({"labels": {"$contains": "glass"}}, [1]),
+        ({"note": {"$contains": "slip"}}, [2]),
+        ({"spatial.position": [1, 2, 3]}, [3]),
+        ({"spatial.position.0": 1}, [3]),
+        ({"category": "episode"}, [2]),
+        ({"confidence": {"$lt": 0.5}}, [3]),
+        ({"tags": "grasping"}, [1, 2]),
+        ({"tags": {"$nin": ["failure"]}}, [1, 3]),
+        ({"$or": [{"task.success": True}, {"task.name": "push"}]}, [1, 3]),
+        ({"$and": [{"tags": "grasping"}, {"$not": {"task.success": True}}]}, [2]),
+        ({"task.steps": {"$not": {"$gt": 40}}}, [1, 3]),
+        ({"context.category": {"$exists": True}}, []),
+    ],
+)
+def test_filter_selects_expected_rows(conn: sqlite3.Connection, raw: object, expected: list[int]) -> None:
+    assert matching(conn, raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"task.success": {"$less": 3}}, "unknown operator '$less'; expected one of $eq"),
+        ({"$xor": []}, "unknown logical operator"),
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ({"a..b": 1}, "dot-separated"),
+        ({"x": {"$in": "abc"}}, "$in takes a non-empty list"),
+        ({"x": {"$between": [1]}}, "$between takes a list of two"),
+        ({"x": {"$lt": [1]}}, "$lt takes a number or a string"),
+        ({"x": {"$exists": "yes"}}, "$exists takes true or false"),
+        ({"x": {"a": 1}}, "dot path"),
+        ({"x": {}}, "empty object"),
+        ({"tags": {"$lt": 3}}, "does not apply to tags"),
+        ({"$or": [{}]}, "non-empty filter objects"),
+    ],
+)
+def test_malformed_filters_name_the_problem(raw: object, message: str) -> None:
+    with pytest.raises(ValidationError, match="context_filter") as error:
+        parse_filter(raw)
+    assert message in str(error.value)
+
+
+def test_filter_size_is_capped() -> None:
+    with pytest.raises(ValidationError, match="the limit is 100"):
+        parse_filter({"x": "y" * 200}, max_bytes=100)
+
+
+def test_deep_filters_are_refused() -> None:
+    raw: dict[str, object] = {"x": 1}
+    for _ in range(40):
+        raw = {"$not": raw}
+    with pytest.raises(ValidationError, match="nests deeper"):
+        parse_filter(raw)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_parse_filter_fails_only_with_validation_error(raw: object) -> None:
+    with contextlib.suppress(ValidationError):
+        parse_filter(raw)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["task.success", "params.grip_force", "tags", "category", "x.y"]),
+        json_values,
+        max_size=3,
+    )
+)
+def test_every_accepted_filter_compiles_to_valid_sql(
+    conn: sqlite3.Connection, raw: dict[str, object]
+) -> None:
+    try:
+        node = parse_filter(raw)
+    except ValidationError:
+        return
+    if node is None:
+        return
+    sql, params = to_sql(node)
+    conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params).fetchall()
