@@ -116,6 +116,10 @@ def _checked(settings: Settings) -> Settings:
         raise ValidationError(f"min_confidence must be within 0..1, got {settings.min_confidence}")
     if not 1 <= settings.top_k <= settings.max_n:
         raise ValidationError(f"top_k must be within 1..{settings.max_n}, got {settings.top_k}")
+    if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ValidationError(
+            f"log_level must be one of DEBUG INFO WARNING ERROR CRITICAL, got {settings.log_level!r}"
+        )
     return settings
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -233,12 +234,19 @@ def _extension_registrars() -> list[Callable[[Any, argparse.ArgumentParser], Non
     return registrars
 
 
+def configure_logging(level: str) -> None:
+    """Send robotmem's logs to stderr (stdout belongs to command output and the MCP protocol)."""
+    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("robotmem").setLevel(level.upper())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; with no command, serve MCP over stdio."""
     args = build_parser().parse_args(argv)
     if args.command is None:
         args = build_parser().parse_args(["mcp", *(argv or [])])
     try:
+        configure_logging(load_settings(os.environ).log_level)
         return int(args.run(args))
     except RobotMemError as exc:
         print(f"Error: {exc.message}", file=sys.stderr)

@@ -1,0 +1,56 @@
+"""The robotmem command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(tmp_path: Path, *args: str, backend: str = "hash") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": backend}
+    return subprocess.run(
+        [sys.executable, "-m", "robotmem", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_demo_prints_each_step_and_hybrid_mode(tmp_path: Path) -> None:
+    result = run(tmp_path, "demo", backend="auto")
+    assert result.returncode == 0, result.stderr
+    for step in ("start_session", "learn", "recall", "save_perception", "end_session", "doctor"):
+        assert f"# {step}" in result.stdout
+    assert '"mode": "hybrid"' in result.stdout
+    assert "grip_force=12.5N yields highest grasp success rate" in result.stdout
+    assert not (tmp_path / "home" / "memory.db").exists()
+
+
+def test_operations_round_trip_through_the_cli(tmp_path: Path) -> None:
+    created = json.loads(
+        run(tmp_path, "learn", "never exceed 20 N on glass", "--context", '{"robot": {"id": "a1"}}').stdout
+    )
+    assert created["status"] == "created" and created["auto_inferred"]["category"] == "constraint"
+    found = json.loads(
+        run(tmp_path, "recall", "glass force", "--filter", '{"robot.id": "a1"}', "-n", "3").stdout
+    )
+    assert [m["id"] for m in found["memories"]] == [created["memory_id"]]
+    updated = json.loads(
+        run(tmp_path, "update", str(created["memory_id"]), "never exceed 15 N on glass").stdout
+    )
+    assert updated["old_content"] == "never exceed 20 N on glass"
+    forgotten = json.loads(
+        run(tmp_path, "forget", str(created["memory_id"]), "--reason", "wrong limit").stdout
+    )
+    assert forgotten["status"] == "forgotten"
+    doctor = json.loads(run(tmp_path, "doctor").stdout)
+    assert doctor["ok"] and doctor["memories"] == {"total": 1, "active": 0}
+
+
+def test_errors_go_to_stderr_with_nonzero_exit(tmp_path: Path) -> None:
+    result = run(tmp_path, "recall", "cup", "--filter", '{"x": {"$less": 1}}')
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: context_filter['x']: unknown operator '$less'")
+    missing = run(tmp_path, "forget", "12345", "--reason", "x")
+    assert missing.returncode == 2 and "memory_id 12345: no memory with this id" in missing.stderr
