@@ -169,9 +169,12 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
     def _collection(self, raw: str | None) -> str:
         return self.collection if raw is None else parse_name("collection", raw)
 
-    def _session_for_write(self, conn: sqlite3.Connection, raw: str | None, collection: str) -> str | None:
+    def _session_for_write(self, conn: sqlite3.Connection, raw: str | None) -> str | None:
         if raw is None:
-            return self._current_session
+            current = self._current_session
+            if current is not None and sessions.get(conn, current).status != "active":
+                return None  # ended through another door: later memories belong to no episode
+            return current
         session_id = parse_name("session_id", raw)
         sessions.get_active(conn, session_id)
         return session_id
@@ -204,7 +207,7 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
         threshold = cosine_threshold(self.embedder.model_id, self.settings.dedup_cosine)
 
         def work(conn: sqlite3.Connection) -> JsonDict:
-            session = self._session_for_write(conn, args.session_id, target)
+            session = self._session_for_write(conn, args.session_id)
             existing = memories.find_exact(conn, target, digest)
             if existing is not None:
                 return {"status": "duplicate", "method": "exact", "existing_id": existing, "similarity": 1.0}
@@ -405,7 +408,7 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
         vector, _ = self._embed(text, is_query=False)
 
         def work(conn: sqlite3.Connection) -> JsonDict:
-            session = self._session_for_write(conn, args.session_id, target)
+            session = self._session_for_write(conn, args.session_id)
             memory_id = memories.insert(
                 conn,
                 memories.NewMemory(
