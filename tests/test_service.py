@@ -351,3 +351,15 @@ def test_doctor_reports_sync_and_mode(memory: RobotMemory, bm25_memory: RobotMem
     assert report["vectors"]["stored"] == 1
     plain = bm25_memory.doctor()
     assert plain["search_mode"] == "bm25_only" and "none" in plain["search_mode_reason"]
+
+
+def test_texts_differing_in_outcome_or_direction_are_distinct(memory: RobotMemory) -> None:
+    pairs = [
+        ("Episode twelve pushed the block to the goal: success", "Episode twelve pushed the block to the goal: failed"),
+        ("always slow down before the doorway", "never slow down before the doorway"),
+        ("the block drifts left when pushed at the edge", "the block drifts right when pushed at the edge"),
+        ("抓取玻璃杯时成功了", "抓取玻璃杯时失败了"),
+    ]
+    for first, second in pairs:
+        assert memory.learn(first)["status"] == "created"
+        assert memory.learn(second)["status"] == "created", second

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from robotmem.text import jaccard, numbers, word_set
+from robotmem.dedup import same_experience
+from robotmem.text import jaccard, word_set
 
 PROTECTED_CATEGORIES = ("constraint", "postmortem", "gotcha")
 NON_DECAYING_CATEGORIES = ("constraint", "preference", "worldview")
@@ -64,8 +65,8 @@ class ConsolidationPlan:
 
 
 def _similarity(left: Candidate, right: Candidate, words: dict[int, frozenset[str]]) -> float:
-    if numbers(left.content) != numbers(right.content):
-        return 0.0  # another number is another experience
+    if not same_experience(left.content, right.content):
+        return 0.0  # another number or outcome is another experience
     return jaccard(words[left.id], words[right.id])
 
 

