@@ -355,7 +355,10 @@ def test_doctor_reports_sync_and_mode(memory: RobotMemory, bm25_memory: RobotMem
 
 def test_texts_differing_in_outcome_or_direction_are_distinct(memory: RobotMemory) -> None:
     pairs = [
-        ("Episode twelve pushed the block to the goal: success", "Episode twelve pushed the block to the goal: failed"),
+        (
+            "Episode twelve pushed the block to the goal: success",
+            "Episode twelve pushed the block to the goal: failed",
+        ),
         ("always slow down before the doorway", "never slow down before the doorway"),
         ("the block drifts left when pushed at the edge", "the block drifts right when pushed at the edge"),
         ("抓取玻璃杯时成功了", "抓取玻璃杯时失败了"),
