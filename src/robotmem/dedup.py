@@ -8,6 +8,7 @@ share 80% of their words and reach cosine 0.99 under multilingual-e5-small.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -38,10 +39,47 @@ def cosine_threshold(model_id: str, configured: float) -> float:
 
 # Words that flip the meaning of an otherwise identical experience.
 MARKER_WORDS = frozenset(
-    """success successful successfully succeeded succeeds succeed fail fails failed failure failing never always
-    not no cannot can't don't doesn't didn't won't without left right up down above below before after
-    increase increased decrease decreased higher lower more less faster slower too enough""".split()
+    [
+        "success",
+        "successful",
+        "successfully",
+        "succeeded",
+        "succeeds",
+        "succeed",
+        "fail",
+        "fails",
+        "failed",
+        "failure",
+        "failing",
+        "never",
+        "always",
+        "not",
+        "no",
+        "cannot",
+        "without",
+        "left",
+        "right",
+        "up",
+        "down",
+        "above",
+        "below",
+        "before",
+        "after",
+        "increase",
+        "increased",
+        "decrease",
+        "decreased",
+        "higher",
+        "lower",
+        "more",
+        "less",
+        "faster",
+        "slower",
+        "too",
+        "enough",
+    ]
 )
+_CONTRACTED_NOT = re.compile(r"n['’]t\b", re.IGNORECASE)
 CJK_MARKERS = (
     "成功",
     "失败",
@@ -68,6 +106,8 @@ CJK_MARKERS = (
 def markers(text: str) -> frozenset[str]:
     """Return the decisive words of ``text`` (outcome, negation, direction, comparison)."""
     words = {word for word in tokens_plain(text) if word in MARKER_WORDS}
+    if _CONTRACTED_NOT.search(text):
+        words.add("not")
     words.update(marker for marker in CJK_MARKERS if marker in text)
     return frozenset(words)
 
