@@ -18,6 +18,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	scripts/check
 
+web-demo: $(STAMP)
+	$(PY) -m robotmem.adapters.web.demo --db $(VENV)/web-demo.db
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -171,3 +171,9 @@ def test_every_accepted_filter_compiles_to_valid_sql(
         return
     sql, params = to_sql(node)
     conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params).fetchall()
+
+
+@pytest.mark.parametrize("raw", [{"x": 10**30}, {"x": {"$lt": -(10**20)}}, {"x": {"$in": [2**64]}}])
+def test_integers_beyond_sqlite_range_are_refused(raw: object) -> None:
+    with pytest.raises(ValidationError, match="integers within"):
+        parse_filter(raw)

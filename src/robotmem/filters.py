@@ -95,10 +95,16 @@ def parse_filter(raw: Any, *, max_bytes: int = 16384) -> Node | None:
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise _fail("", f"is not valid JSON ({exc.msg} at position {exc.pos})") from None
+        except RecursionError:
+            raise _fail("", f"nests deeper than {MAX_DEPTH} levels") from None
     if not isinstance(raw, dict):
         raise _fail("", f"must be a JSON object of path → condition, got {type(raw).__name__}")
     try:
-        size = len(json.dumps(raw, allow_nan=False).encode("utf-8"))
+        size = len(json.dumps(raw, allow_nan=False, ensure_ascii=False).encode("utf-8"))
+    except RecursionError:
+        raise _fail("", f"nests deeper than {MAX_DEPTH} levels") from None
+    except UnicodeEncodeError:
+        raise _fail("", "contains a lone surrogate, which is not valid Unicode text") from None
     except (TypeError, ValueError):
         raise _fail("", "must contain only JSON values (finite numbers, strings, lists, objects)") from None
     if size > max_bytes:
@@ -193,7 +199,13 @@ def _parse_operator(path: str, segments: tuple[str, ...], op: str, operand: Any,
     raise _fail(where, f"unknown operator {op!r}; expected one of {' '.join(OPERATORS)}")
 
 
+# SQLite stores integers in 64 bits; a larger Python int cannot be bound as a parameter.
+SQLITE_MAX_INT = 2**63 - 1
+
+
 def _scalar(path: str, op: str, value: Any) -> Scalar:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > SQLITE_MAX_INT:
+        raise _fail(_where(path), f"{op} takes integers within ±{SQLITE_MAX_INT}")
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float) and math.isfinite(value):
@@ -212,6 +224,8 @@ def _orderable(path: str, op: str, value: Any) -> str | int | float:
         raise _fail(_where(path), f"{op} takes a number or a string, got {json.dumps(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise _fail(_where(path), f"{op} takes a finite number")
+    if isinstance(value, int) and abs(value) > SQLITE_MAX_INT:
+        raise _fail(_where(path), f"{op} takes integers within ±{SQLITE_MAX_INT}")
     return value
 
 

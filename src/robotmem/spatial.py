@@ -25,7 +25,7 @@ def _fail(problem: str) -> ValidationError:
     return ValidationError(f"spatial_sort: {problem}")
 
 
-def parse_spatial_sort(raw: Any) -> SpatialSort | None:
+def parse_spatial_sort(raw: Any, *, max_bytes: int = 16384) -> SpatialSort | None:
     """Return the parsed spatial sort for a dict or JSON string (None/empty for none).
 
     Raises ``ValidationError`` naming the key: ``field`` must be a dot path, ``target`` a list of
@@ -34,13 +34,18 @@ def parse_spatial_sort(raw: Any) -> SpatialSort | None:
     if raw is None or raw == "" or raw == {}:
         return None
     if isinstance(raw, str):
+        if len(raw) > max_bytes:
+            raise _fail(f"is {len(raw)} characters; the limit is {max_bytes}")
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise _fail(f"is not valid JSON ({exc.msg} at position {exc.pos})") from None
+        except RecursionError:
+            raise _fail("nests too deeply to be a spatial sort") from None
     if not isinstance(raw, dict):
         raise _fail(
-            f'must be an object like {{"field": "spatial.position", "target": [x, y, z]}}, got {raw!r}'
+            f'must be an object like {{"field": "spatial.position", "target": [x, y, z]}}, '
+            f"got {type(raw).__name__}"
         )
     unknown = set(raw) - {"field", "target", "max_distance"}
     if unknown:
@@ -65,7 +70,12 @@ def parse_spatial_sort(raw: Any) -> SpatialSort | None:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond the float range
+        return False
 
 
 def coordinates_at(context: Any, path: tuple[str, ...]) -> tuple[float, ...] | None:

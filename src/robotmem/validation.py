@@ -81,14 +81,14 @@ class SavePerceptionInput(_Input):
 class ForgetInput(_Input):
     """Mark a memory as wrong so recall stops returning it."""
 
-    memory_id: int = Field(ge=1)
+    memory_id: int = Field(ge=1, le=2**63 - 1)
     reason: str = Field(description="Why the memory is wrong.", max_length=10_000)
 
 
 class UpdateInput(_Input):
     """Correct the text (and optionally the context) of a memory."""
 
-    memory_id: int = Field(ge=1)
+    memory_id: int = Field(ge=1, le=2**63 - 1)
     new_content: str = Field(description="The corrected text, 1..300 characters.", max_length=100_000)
     context: JsonObjectOrText = Field(default=None, description="Replaces the stored context when given.")
 
@@ -131,7 +131,10 @@ def validate_input(model: type[ModelT], arguments: dict[str, Any]) -> ModelT:
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"a {type(value).__name__} nested too deeply to show"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -165,7 +168,12 @@ def check_json_value(field: str, value: Any, max_bytes: int) -> str:
         raise ValidationError(f"{field}: numbers must be finite (NaN and Infinity are not JSON)") from None
     except TypeError as exc:
         raise ValidationError(f"{field}: must contain only JSON values ({exc})") from None
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"{field}: contains a lone surrogate, which is not valid Unicode text"
+        ) from None
     if size > max_bytes:
         raise ValidationError(f"{field}: is {size} bytes of JSON; the limit is {max_bytes}")
     return text
@@ -186,6 +194,8 @@ def parse_json_object(field: str, raw: Any, max_bytes: int) -> dict[str, Any]:
             raw = json.loads(raw, parse_constant=_reject_constant)
         except ValueError as exc:
             raise ValidationError(f"{field}: is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ValidationError(f"{field}: nests deeper than {MAX_JSON_DEPTH} levels") from None
     if not isinstance(raw, dict):
         raise ValidationError(f"{field}: must be a JSON object, got {type(raw).__name__}")
     if not all(isinstance(key, str) for key in raw):
@@ -202,8 +212,11 @@ def parse_payload(field: str, raw: Any, max_bytes: int) -> tuple[Any, str | None
     if raw is None:
         return None, None
     if isinstance(raw, str):
-        with contextlib.suppress(ValueError):  # not JSON: keep the text as it is
-            raw = json.loads(raw, parse_constant=_reject_constant)
+        try:
+            with contextlib.suppress(ValueError):  # not JSON: keep the text as it is
+                raw = json.loads(raw, parse_constant=_reject_constant)
+        except RecursionError:
+            raise ValidationError(f"{field}: nests deeper than {MAX_JSON_DEPTH} levels") from None
     if isinstance(raw, float) and not math.isfinite(raw):
         raise ValidationError(f"{field}: numbers must be finite (NaN and Infinity are not JSON)")
     return raw, check_json_value(field, raw, max_bytes)

@@ -1,0 +1,249 @@
+"""The web UI and REST API: ``create_app()`` builds the Flask app, ``serve()`` runs it under waitress.
+
+Writes (every request that is not GET, HEAD or OPTIONS) must be JSON (``Content-Type:
+application/json``) and must not come from another site (``Origin`` and ``Sec-Fetch-Site`` are
+checked), so a form post from a foreign page cannot change memories. With a token configured
+(``ROBOTMEM_WEB_TOKEN``; required when binding to a non-loopback address) every write must also
+carry it in ``X-Robotmem-Token`` or ``Authorization: Bearer``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pydantic
+from flask import Response, jsonify, request, send_from_directory
+from flask_openapi3.models.info import Info
+from flask_openapi3.openapi import OpenAPI
+from werkzeug.exceptions import HTTPException
+
+from robotmem import RobotMemError, RobotMemory, ValidationError
+from robotmem.adapters.web.api import ErrorResponse, api_bp
+from robotmem.config import load_settings
+
+__all__ = ["TOKEN_HEADER", "create_app", "serve"]
+
+log = logging.getLogger("robotmem.web")
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+TOKEN_HEADER = "X-Robotmem-Token"
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_STATUS_CODES = {
+    400: "invalid_input",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+}
+
+
+def _error(code: str, message: str, status: int) -> tuple[Response, int]:
+    return jsonify({"error": {"code": code, "message": message}}), status
+
+
+def _describe(exc: pydantic.ValidationError) -> str:
+    """Return the problems of a request as ``field: what is wrong`` clauses, like the core's messages."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "request body"
+        detail = error["msg"]
+        if error["type"] == "extra_forbidden":
+            detail = "unknown parameter"
+        elif error["type"] == "missing":
+            detail = "is required"
+        problems.append(f"{field}: {detail}")
+    return "; ".join(problems)
+
+
+def _validation_error_response(exc: pydantic.ValidationError) -> Response:
+    response, status = _error("invalid_input", _describe(exc), 400)
+    response.status_code = status
+    return response
+
+
+def _same_origin() -> bool:
+    """Return False when the browser says the request comes from another site."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    return f"{parts.scheme}://{parts.netloc}" == request.host_url.rstrip("/")
+
+
+def _token_given() -> str | None:
+    token = request.headers.get(TOKEN_HEADER)
+    if token:
+        return token
+    authorization = request.headers.get("Authorization", "")
+    if authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    return None
+
+
+def _install_guards(app: OpenAPI, token: str | None) -> None:
+    @app.before_request
+    def guard_writes() -> tuple[Response, int] | None:
+        if request.method in _SAFE_METHODS:
+            return None
+        if token is not None:
+            given = _token_given()
+            if given is None or not hmac.compare_digest(given.encode(), token.encode()):
+                return _error(
+                    "unauthorized", f"writes need the server's token in the {TOKEN_HEADER} header", 401
+                )
+        if request.mimetype != "application/json":
+            return _error(
+                "unsupported_media_type",
+                "writes must send a JSON body with Content-Type: application/json",
+                415,
+            )
+        if not _same_origin():
+            return _error(
+                "forbidden", "cross-site writes are refused; send the request from the same origin", 403
+            )
+        return None
+
+    @app.after_request
+    def secure_headers(response: Response) -> Response:
+        response.headers["Content-Security-Policy"] = _CONTENT_SECURITY_POLICY
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        if request.path.startswith("/api/"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+
+def _install_error_handlers(app: OpenAPI) -> None:
+    @app.errorhandler(RobotMemError)
+    def robotmem_error(exc: RobotMemError) -> tuple[Response, int]:
+        return _error(exc.code, exc.message, exc.http_status)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Any:
+        if exc.response is not None:  # already a full response (the validation callback's)
+            return exc.response
+        status = exc.code or 500
+        return _error(_STATUS_CODES.get(status, "http_error"), exc.description or exc.name, status)
+
+    @app.errorhandler(Exception)
+    def unexpected_error(exc: Exception) -> tuple[Response, int]:
+        log.exception("unexpected error serving %s %s", request.method, request.path)
+        return _error("internal", f"unexpected server error ({type(exc).__name__}); see the server log", 500)
+
+
+def create_app(
+    memory: RobotMemory | None = None,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    collection: str | None = None,
+    embed_backend: str | None = None,
+    token: str | None = None,
+    trusted_hosts: list[str] | None = None,
+) -> OpenAPI:
+    """Return the Flask app serving the page at ``/`` and the REST API at ``/api`` (``api_bp``).
+
+    ``memory`` is the ``RobotMemory`` to serve; without it one is opened on ``db`` with settings from
+    the environment. ``token``, when given, is required on every write. ``trusted_hosts`` restricts
+    the ``Host`` header (defence against DNS rebinding on a loopback server).
+    """
+    if memory is None:
+        memory = RobotMemory(db, collection, embed_backend, settings=load_settings(os.environ))
+    app = OpenAPI(
+        __name__,
+        info=Info(title="robotmem", version="1", description="Experience memory for robots: REST API"),
+        doc_ui=False,
+        security_schemes={
+            "token": {
+                "type": "apiKey",
+                "in": "header",
+                "name": TOKEN_HEADER,
+                "description": "Required on writes when the server has a token (ROBOTMEM_WEB_TOKEN).",
+            }
+        },
+        validation_error_status=400,
+        validation_error_model=ErrorResponse,
+        validation_error_callback=_validation_error_response,
+        static_folder=str(STATIC_DIR),
+        static_url_path="/static",
+    )
+    app.config["MAX_CONTENT_LENGTH"] = (
+        memory.settings.max_data_bytes + memory.settings.max_metadata_bytes + 65536
+    )
+    app.json.ensure_ascii = False  # type: ignore[attr-defined]
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    if trusted_hosts:
+        app.config["TRUSTED_HOSTS"] = trusted_hosts
+    app.extensions["robotmem"] = memory
+    app.register_api(api_bp)
+
+    @app.get("/api/openapi.json", doc_ui=False)
+    def openapi_document() -> Response:
+        return jsonify(app.api_doc)
+
+    @app.get("/", doc_ui=False)
+    def index() -> Response:
+        return send_from_directory(STATIC_DIR, "index.html")
+
+    _install_guards(app, token or None)
+    _install_error_handlers(app)
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    """Return True when ``host`` names only this machine (localhost, 127.0.0.0/8, ::1)."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 7878,
+    db: str | os.PathLike[str] | None = None,
+    collection: str | None = None,
+    embed_backend: str | None = None,
+    token: str | None = None,
+) -> None:
+    """Serve the web UI and REST API with waitress until interrupted.
+
+    ``token`` defaults to ``$ROBOTMEM_WEB_TOKEN``. Raises ``ValidationError`` when ``host`` is not a
+    loopback address and no token is set: an open port must not accept anonymous writes.
+    """
+    import waitress
+
+    token = token or os.environ.get("ROBOTMEM_WEB_TOKEN") or None
+    loopback = is_loopback(host)
+    if not loopback and token is None:
+        raise ValidationError(
+            f"--host {host}: serving beyond this machine needs a token for writes; "
+            "set ROBOTMEM_WEB_TOKEN or bind to 127.0.0.1"
+        )
+    trusted = [*LOOPBACK_NAMES, host] if loopback else None
+    memory = RobotMemory(db, collection, embed_backend, settings=load_settings(os.environ))
+    try:
+        app = create_app(memory, token=token, trusted_hosts=trusted)
+        shown = f"[{host}]" if ":" in host else host
+        print(f"robotmem web UI on http://{shown}:{port}/ (database {memory.path})", file=sys.stderr)
+        waitress.serve(app, host=host, port=port, threads=8, ident="robotmem")
+    finally:
+        memory.close()

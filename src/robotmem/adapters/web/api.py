@@ -1,0 +1,239 @@
+"""The REST API: blueprint ``api_bp`` under ``/api``.
+
+Every view validates its input with the Pydantic models of ``robotmem.validation`` and
+``robotmem.browse`` (which also generate ``/api/openapi.json``), calls one ``RobotMemory`` method,
+and returns its result unchanged. Errors travel up to the single handler in ``robotmem.adapters.web``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from flask_openapi3.blueprint import APIBlueprint
+from flask_openapi3.models.tag import Tag
+from flask_openapi3.types import ResponseDict
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from robotmem import RobotMemory
+from robotmem.browse import (
+    CollectionInput,
+    ListMemoriesInput,
+    ListSessionsInput,
+    RecentFailuresInput,
+    SpatialPointsInput,
+)
+from robotmem.validation import (
+    EndSessionInput,
+    ForgetInput,
+    LearnInput,
+    RecallInput,
+    SavePerceptionInput,
+    StartSessionInput,
+    UpdateInput,
+)
+
+MAX_SQLITE_INTEGER = 2**63 - 1
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a stable code and a message that says what to change."""
+
+    code: str = Field(description="invalid_input, not_found, conflict, storage, embedder, unauthorized, ...")
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+
+
+class MemoryPath(BaseModel):
+    """A memory id in the path."""
+
+    memory_id: int = Field(ge=1, le=MAX_SQLITE_INTEGER, description="Memory id.")
+
+
+class SessionPath(BaseModel):
+    """A session id in the path."""
+
+    session_id: str = Field(min_length=1, max_length=200, description="Session id.")
+
+
+def _body_without(model: type[BaseModel], name: str, *dropped: str) -> type[BaseModel]:
+    """Return a request-body model with the fields of ``model`` except ``dropped`` (taken from the path)."""
+    fields: dict[str, Any] = {
+        field_name: (info.annotation, info)
+        for field_name, info in model.model_fields.items()
+        if field_name not in dropped
+    }
+    built: type[BaseModel] = create_model(
+        name, __config__=ConfigDict(extra="forbid", strict=False), __doc__=model.__doc__, **fields
+    )
+    return built
+
+
+UpdateBody = _body_without(UpdateInput, "UpdateBody", "memory_id")
+ForgetBody = _body_without(ForgetInput, "ForgetBody", "memory_id")
+
+_ERRORS: ResponseDict = {
+    400: ErrorResponse,
+    401: ErrorResponse,
+    403: ErrorResponse,
+    404: ErrorResponse,
+    409: ErrorResponse,
+    415: ErrorResponse,
+    503: ErrorResponse,
+}
+
+api_bp = APIBlueprint("api", __name__, url_prefix="/api", abp_responses=_ERRORS)
+
+_browse = Tag(name="browse", description="Read-only views for dashboards and the web UI")
+_memory = Tag(name="memory", description="One memory: read, edit, forget")
+_operations = Tag(name="operations", description="The seven operations, as in the Python API")
+
+
+def memory() -> RobotMemory:
+    """Return the ``RobotMemory`` the running app serves."""
+    found: RobotMemory = current_app.extensions["robotmem"]
+    return found
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return {name: getattr(model, name) for name in type(model).model_fields}
+
+
+# ---- inspection and browsing ---------------------------------------------------------------------
+
+
+@api_bp.get("/doctor", tags=[_browse])
+def doctor() -> dict[str, Any]:
+    """Health report: database, index consistency, embedder and search mode."""
+    return memory().doctor()
+
+
+@api_bp.get("/stats", tags=[_browse])
+def stats(query: CollectionInput) -> dict[str, Any]:
+    """Dashboard totals, categories, collections and per-session outcomes over time."""
+    return memory().stats(query.collection)
+
+
+@api_bp.get("/memories", tags=[_browse])
+def list_memories(query: ListMemoriesInput) -> dict[str, Any]:
+    """One page of memories with filters (collection, type, status, category, confidence, time, perception)."""
+    return memory().list_memories(**_dump(query))
+
+
+@api_bp.get("/search", tags=[_browse])
+def search(query: RecallInput) -> dict[str, Any]:
+    """Hybrid recall (BM25 + vector), the same as ``recall`` everywhere; JSON parameters as strings."""
+    return memory().recall(**_dump(query))
+
+
+@api_bp.get("/sessions", tags=[_browse])
+def list_sessions(query: ListSessionsInput) -> dict[str, Any]:
+    """One page of sessions with outcome scores and success rates."""
+    return memory().list_sessions(**_dump(query))
+
+
+@api_bp.get("/sessions/<session_id>", tags=[_browse])
+def get_session(path: SessionPath) -> dict[str, Any]:
+    """One session with its outcome."""
+    return memory().get_session(path.session_id)
+
+
+@api_bp.get("/sessions/<session_id>/memories", tags=[_browse])
+def session_memories(path: SessionPath) -> dict[str, Any]:
+    """The episode timeline: the session and its memories in time order."""
+    return memory().session_memories(path.session_id)
+
+
+@api_bp.get("/collections", tags=[_browse])
+def collections() -> dict[str, Any]:
+    """Every collection with memory and session counts."""
+    return memory().collections()
+
+
+@api_bp.get("/categories", tags=[_browse])
+def categories(query: CollectionInput) -> dict[str, Any]:
+    """Active memories per category, largest first."""
+    return memory().categories(query.collection)
+
+
+@api_bp.get("/recent-failures", tags=[_browse])
+def recent_failures(query: RecentFailuresInput) -> dict[str, Any]:
+    """Failed episodes and the lessons drawn from failures."""
+    return memory().recent_failures(**_dump(query))
+
+
+@api_bp.get("/spatial", tags=[_browse])
+def spatial(query: SpatialPointsInput) -> dict[str, Any]:
+    """Positions stored under one spatial.* key, with each memory's task success."""
+    return memory().spatial_points(**_dump(query))
+
+
+# ---- one memory -----------------------------------------------------------------------------------
+
+
+@api_bp.get("/memory/<int:memory_id>", tags=[_memory])
+def get_memory(path: MemoryPath) -> dict[str, Any]:
+    """The full record in any status, with perception payload and merged/superseded lineage."""
+    return memory().get_memory(path.memory_id)
+
+
+@api_bp.put("/memory/<int:memory_id>", tags=[_memory])
+def put_memory(path: MemoryPath, body: UpdateBody) -> dict[str, Any]:  # type: ignore[valid-type]
+    """Correct the text (and optionally the context); the memory is re-indexed for BM25 and vectors."""
+    return memory().update(path.memory_id, **_dump(body))
+
+
+@api_bp.delete("/memory/<int:memory_id>", tags=[_memory])
+def delete_memory(path: MemoryPath, body: ForgetBody) -> dict[str, Any]:  # type: ignore[valid-type]
+    """Forget the memory (status invalidated, with the reason); recall stops returning it."""
+    return memory().forget(path.memory_id, **_dump(body))
+
+
+# ---- the seven operations -------------------------------------------------------------------------
+
+
+@api_bp.post("/learn", tags=[_operations])
+def learn(body: LearnInput) -> dict[str, Any]:
+    """Store an experience; a duplicate is a result (status duplicate), not an error."""
+    return memory().learn(**_dump(body))
+
+
+@api_bp.post("/recall", tags=[_operations])
+def recall(body: RecallInput) -> dict[str, Any]:
+    """Find the most relevant memories (JSON body; context_filter and spatial_sort as objects)."""
+    return memory().recall(**_dump(body))
+
+
+@api_bp.post("/save_perception", tags=[_operations])
+def save_perception(body: SavePerceptionInput) -> dict[str, Any]:
+    """Store a sensor reading or trajectory."""
+    return memory().save_perception(**_dump(body))
+
+
+@api_bp.post("/forget", tags=[_operations])
+def forget(body: ForgetInput) -> dict[str, Any]:
+    """Mark a memory as wrong so recall stops returning it."""
+    return memory().forget(**_dump(body))
+
+
+@api_bp.post("/update", tags=[_operations])
+def update(body: UpdateInput) -> dict[str, Any]:
+    """Correct the text (and optionally the context) of a memory."""
+    return memory().update(**_dump(body))
+
+
+@api_bp.post("/start_session", tags=[_operations])
+def start_session(body: StartSessionInput) -> dict[str, Any]:
+    """Begin an episode."""
+    return memory().start_session(**_dump(body))
+
+
+@api_bp.post("/end_session", tags=[_operations])
+def end_session(body: EndSessionInput) -> dict[str, Any]:
+    """End an episode: summarise, consolidate, decay, and return related memories."""
+    return memory().end_session(**_dump(body))
