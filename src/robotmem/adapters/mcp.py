@@ -1,0 +1,416 @@
+"""The MCP server: the seven operations as tools over stdio, all calling one ``RobotMemory``.
+
+Only this module imports the ``mcp`` SDK (2.x). The tools are thin: arguments are checked against the
+service's input models (``robotmem.validation``), the ``RobotMemory`` method runs on a worker thread so
+SQLite and embedding never stall the protocol, and its SPEC §2 dict comes back unchanged as the structured
+result (and as JSON text for clients that read only text). A ``RobotMemError`` becomes an MCP tool error
+carrying the service's message; the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from robotmem import RobotMemError, RobotMemory, __version__
+from robotmem.validation import (
+    EndSessionInput,
+    ForgetInput,
+    LearnInput,
+    RecallInput,
+    SavePerceptionInput,
+    StartSessionInput,
+    UpdateInput,
+    validate_input,
+)
+
+log = logging.getLogger("robotmem.mcp")
+JsonDict = dict[str, Any]
+
+
+# ---- what the client's model reads ---------------------------------------------------------------------
+
+INSTRUCTIONS = """\
+robotmem is the robot's experience memory: parameters, trajectories, outcomes and lessons from earlier
+episodes, kept in one local SQLite file. A typical episode: start_session at the start; recall before a
+decision (what worked for this task, object, robot or position?); learn each lesson or parameter finding
+as it appears, with its context; save_perception for trajectories and sensor readings; end_session with
+an outcome_score at the end. Use update to correct a memory and forget to retract a wrong one."""
+
+_CONTEXT_SECTIONS = """\
+`context` is a JSON object (or a string holding one); four sections are conventional:
+- params: parameters used, e.g. {"grip_force": {"value": 12.5, "unit": "N"}}
+- spatial: positions and poses, e.g. {"object_position": [1.3, 0.7, 0.42]}
+- robot: which robot, e.g. {"id": "fetch-001", "type": "Fetch", "dof": 7}
+- task: what was attempted and how it went, e.g. {"name": "push_to_target", "success": true, "steps": 38}
+Other keys are kept and filterable too; {"env": {"sim_or_real": "real"}} ranks a memory higher."""
+
+DESCRIPTIONS: dict[str, str] = {
+    "learn": f"""\
+Store one experience so later episodes can recall it: a lesson, a parameter that worked, an episode outcome,
+a safety limit. Use it right after something worked, failed or surprised you; one concise insight per call
+(1..300 characters) with the numbers that matter, e.g. "grip_force=12.5N yields highest grasp success on mugs".
+{_CONTEXT_SECTIONS}
+Category, confidence, tags and `name=value unit` parameters are inferred and returned in auto_inferred.
+Without session_id the memory joins the session this server started last, if it is still open.
+Returns {{"status": "created", "memory_id", "auto_inferred"}}, or {{"status": "duplicate", "method",
+"existing_id", "similarity"}} when the same experience is already stored (not an error; nothing is added).""",
+    "recall": """\
+Find the stored experiences most relevant to the current situation; call it before deciding what to do.
+`query` is free text in any language, matched by keywords and by meaning; it may be empty when filters or
+spatial_sort select the memories. Narrow the search with:
+- context_filter: a JSON object of dot path -> condition, all must hold. Paths reach any context key
+  ("task.success", "params.grip_force", "robot.id", "env.sim_or_real") and the record fields category,
+  confidence, type, perception_type, session_id, created_at, tags. A plain value means equality; operators:
+  $eq $ne $lt $lte $gt $gte $in $nin $exists $between $contains, combined with $and / $or (lists of filters)
+  and $not. Example: {"task.success": true, "params.grip_force": {"$between": [10, 15]},
+  "$or": [{"robot.type": "Fetch"}, {"tags": {"$contains": "grasping"}}]}
+- spatial_sort: {"field": "spatial.object_position", "target": [1.3, 0.7, 0.42], "max_distance": 0.5}
+  orders by Euclidean distance to target, nearest first; max_distance drops memories farther away.
+- session_id with order="time" replays that episode in the order it happened.
+Returns {"memories": [...], "total", "mode", "query_ms"}. Each memory has id, content, category, confidence,
+tags, score (best = 1.0), its context with the sections params/spatial/robot/task also at top level, and
+spatial_distance when spatial_sort is used. Perception data and metadata come only with include_data=true.""",
+    "save_perception": """\
+Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
+trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and
+`metadata` hold the payload as a string or any JSON value (size-capped) and are returned by recall only with
+include_data=true. perception_type: visual, tactile, auditory, proprioceptive, or procedural (trajectories,
+action sequences). Repeated descriptions are stored again: a sensor stream is not a duplicate.
+Returns {"memory_id", "perception_type", "collection", "has_embedding"}.""",
+    "forget": """\
+Retract a memory that turned out to be wrong (bad sensor, wrong conclusion) so that no recall returns it
+again; to correct it instead, use update. The record stays in the file with the reason, out of every search
+index. Fails when no active memory has this id. Returns {"status": "forgotten", "memory_id", "content",
+"reason"}.""",
+    "update": """\
+Correct the text of a memory (1..300 characters) and, when `context` is given, replace its stored context
+(same sections as in learn). The memory is classified and indexed again. Fails when no active memory has this
+id. Returns {"status": "updated", "memory_id", "old_content", "new_content", "auto_inferred"}.""",
+    "start_session": """\
+Begin an episode: one task attempt, run or trial. Call it at the start with a context such as
+{"robot_id": "arm-01", "task": "push"}. Later learn and save_perception calls without a session_id join this
+episode. Returns {"session_id", "collection", "active_memories_count"}; keep session_id for end_session.""",
+    "end_session": """\
+End an episode. Stores outcome_score (0..1, how well it went), merges near-duplicate memories of the episode
+(the merged ones are kept as superseded), applies confidence decay, and returns memories of other episodes
+related to this one. Returns {"status": "ended", "session_id", "summary": {"memory_count", "by_type",
+"by_category"}, "decayed_count", "consolidated": {"merged_groups", "superseded_count", "compression_ratio",
+"avg_similarity"}, "related_memories": [...]}.""",
+}
+
+# Parameter descriptions: (tool, name) replaces the input model's, ("*", name) fills one the model lacks.
+PARAMETER_HINTS: dict[tuple[str, str], str] = {
+    ("*", "collection"): "Collection (namespace) to use; default: the server's (--collection).",
+    ("*", "session_id"): "Session (episode) id from start_session.",
+    ("*", "memory_id"): "Id of the memory, as returned by learn, save_perception or recall.",
+    ("save_perception", "perception_type"): "visual, tactile, auditory, proprioceptive or procedural.",
+    (
+        "start_session",
+        "context",
+    ): 'Episode context (JSON object or string), e.g. {"robot_id": "arm-01", "task": "push"}.',
+}
+
+
+# ---- structured output schemas ------------------------------------------------------------------------
+# Extra keys are allowed and types kept broad: the schemas document the SPEC §2 shapes for clients, while
+# the dict a tool returns is always exactly what RobotMemory returned.
+
+
+class _Output(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class LearnOutput(_Output):
+    """Result of learn: a new memory, or the existing one it duplicates."""
+
+    status: str = Field(description='"created" or "duplicate".')
+    memory_id: int | None = Field(default=None, description="created: id of the new memory.")
+    auto_inferred: dict[str, Any] | None = Field(
+        default=None,
+        description="created: category, confidence, tags, scope_files, scope_entities, params.",
+    )
+    method: str | None = Field(default=None, description='duplicate: "exact", "jaccard" or "cosine".')
+    existing_id: int | None = Field(default=None, description="duplicate: id of the memory already stored.")
+    similarity: float | None = Field(default=None, description="duplicate: similarity to it, 0..1.")
+
+
+class RecallOutput(_Output):
+    """Result of recall."""
+
+    memories: list[dict[str, Any]] = Field(
+        description="Best first. Each: id, collection, type, content, human_summary, category, confidence, "
+        "tags, session_id, perception_type, created_at, updated_at, access_count, context, params, "
+        "spatial, robot, task, score (best = 1.0), matched_by; spatial_distance with spatial_sort; "
+        "data and metadata of perceptions with include_data."
+    )
+    total: int = Field(description="Number of memories returned.")
+    mode: str = Field(description="Search that ran: hybrid, bm25_only, vec_only or filter_only.")
+    query_ms: float = Field(description="Time the recall took, in milliseconds.")
+
+
+class SavePerceptionOutput(_Output):
+    """Result of save_perception."""
+
+    memory_id: int
+    perception_type: str
+    collection: str
+    has_embedding: bool = Field(description="Whether the description got a vector (else it is added later).")
+
+
+class ForgetOutput(_Output):
+    """Result of forget."""
+
+    status: str = Field(description='"forgotten".')
+    memory_id: int
+    content: str = Field(description="Text of the forgotten memory.")
+    reason: str
+
+
+class UpdateOutput(_Output):
+    """Result of update."""
+
+    status: str = Field(description='"updated".')
+    memory_id: int
+    old_content: str
+    new_content: str
+    auto_inferred: dict[str, Any] = Field(
+        description="Category, confidence, tags, scopes and params inferred again."
+    )
+
+
+class StartSessionOutput(_Output):
+    """Result of start_session."""
+
+    session_id: str = Field(description="Pass it to end_session (and optionally to learn/recall).")
+    collection: str
+    active_memories_count: int = Field(description="Active memories already in the collection.")
+
+
+class EndSessionOutput(_Output):
+    """Result of end_session."""
+
+    status: str = Field(description='"ended".')
+    session_id: str
+    summary: dict[str, Any] = Field(description="memory_count, by_type, by_category of the session.")
+    decayed_count: int = Field(description="Memories whose confidence decayed.")
+    consolidated: dict[str, Any] = Field(
+        description="merged_groups, superseded_count, compression_ratio, avg_similarity."
+    )
+    related_memories: list[dict[str, Any]] = Field(
+        description="Memories of other sessions related to this one (recall records)."
+    )
+
+
+# ---- the seven tools ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One RobotMemory operation exposed as a tool."""
+
+    name: str
+    title: str
+    inputs: type[BaseModel]
+    output: type[BaseModel]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    def annotations(self) -> ToolAnnotations:
+        """Return the MCP hints of this tool (the memory file is a closed world)."""
+        return ToolAnnotations(
+            title=self.title,
+            read_only_hint=self.read_only,
+            destructive_hint=None if self.read_only else self.destructive,
+            idempotent_hint=None if self.read_only else self.idempotent,
+            open_world_hint=False,
+        )
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("learn", "Learn from experience", LearnInput, LearnOutput),
+    Operation("recall", "Recall relevant experience", RecallInput, RecallOutput, read_only=True),
+    Operation("save_perception", "Save a perception", SavePerceptionInput, SavePerceptionOutput),
+    # forget only marks the memory invalidated (it stays in the file with its reason), yet recall loses it.
+    Operation("forget", "Forget a memory", ForgetInput, ForgetOutput, destructive=True, idempotent=True),
+    Operation("update", "Correct a memory", UpdateInput, UpdateOutput, destructive=True, idempotent=True),
+    Operation("start_session", "Start an episode", StartSessionInput, StartSessionOutput),
+    # Consolidation marks merged memories superseded but keeps them with their lineage: nothing is lost.
+    Operation("end_session", "End an episode", EndSessionInput, EndSessionOutput),
+)
+OPERATION_BY_NAME = {operation.name: operation for operation in OPERATIONS}
+
+
+def input_schema(operation: Operation) -> JsonDict:
+    """Return the JSON schema of a tool's arguments: the service's input model, with parameter hints."""
+    schema = operation.inputs.model_json_schema()
+    schema.pop("title", None)
+    for name, prop in schema.get("properties", {}).items():
+        prop.pop("title", None)
+        specific = PARAMETER_HINTS.get((operation.name, name))
+        if specific is not None:
+            prop["description"] = specific
+        elif not prop.get("description") and ("*", name) in PARAMETER_HINTS:
+            prop["description"] = PARAMETER_HINTS["*", name]
+    return schema
+
+
+def _signature(operation: Operation) -> inspect.Signature:
+    """The tool function's signature: the input model's parameters, and the output model for the SDK.
+
+    ``RobotMemServer.call_tool`` checks arguments with the input model itself; the signature stays loose
+    (text fields ``str``, others ``Any``) so that the SDK's own handling, if it ever runs, passes them on.
+    """
+    parameters = []
+    for name, field in operation.inputs.model_fields.items():
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        annotation = str if field.annotation is str else Any
+        parameters.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
+    return inspect.Signature(parameters, return_annotation=Annotated[CallToolResult, operation.output])
+
+
+def _run(method: Callable[..., JsonDict], ready: threading.Event | None, arguments: JsonDict) -> JsonDict:
+    """Run one RobotMemory call on a worker thread; a RobotMemError becomes a tool error with its message."""
+    if ready is not None:
+        ready.wait()  # the embedder is being loaded in the background: use it, never load a second one
+    try:
+        return method(**arguments)
+    except RobotMemError as exc:
+        raise ToolError(exc.message) from exc
+
+
+ToolFunction = Callable[..., Awaitable[CallToolResult]]
+
+
+def tool_function(
+    memory: RobotMemory, operation: Operation, ready: threading.Event | None = None
+) -> ToolFunction:
+    """Return the async tool function of ``operation``: the RobotMemory method, run off the event loop.
+
+    It returns the method's dict as structured content and as JSON text; raises ``ToolError``.
+    """
+    method = getattr(memory, operation.name)
+
+    async def call(**arguments: Any) -> CallToolResult:
+        result = await anyio.to_thread.run_sync(partial(_run, method, ready, arguments))
+        text = json.dumps(result, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+
+    call.__name__ = call.__qualname__ = operation.name
+    call.__doc__ = DESCRIPTIONS[operation.name]
+    call.__signature__ = _signature(operation)  # type: ignore[attr-defined]
+    return call
+
+
+class RobotMemServer(MCPServer):
+    """An ``MCPServer`` whose robotmem tools receive the arguments exactly as the client sent them.
+
+    The SDK's generic argument handling parses JSON-looking strings, drops unknown parameters silently
+    and words its errors for Python programmers. Here the arguments are checked with the service's input
+    models (``robotmem.validation``) and passed on unchanged, so errors read as on every other surface:
+    ``n: Input should be less than or equal to 100 (got 500)``, ``insigth: unknown parameter; ...``.
+    """
+
+    def __init__(self, functions: Mapping[str, ToolFunction], **options: Any) -> None:
+        super().__init__(**options)
+        self._functions = dict(functions)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        function = self._functions.get(name)
+        if function is None:
+            return await super().call_tool(name, arguments, context)
+        try:
+            validate_input(OPERATION_BY_NAME[name].inputs, arguments)
+            return await function(**arguments)
+        except RobotMemError as exc:
+            raise ToolError(f"Error executing tool {name}: {exc.message}") from exc
+        except ToolError as exc:
+            raise ToolError(f"Error executing tool {name}: {exc}") from exc
+        except Exception as exc:
+            # A bug: the client learns only that the tool failed; the SDK logs the traceback to stderr.
+            raise UnexpectedToolError(f"Error executing tool {name}") from exc
+
+
+def build_server(memory: RobotMemory, *, ready: threading.Event | None = None) -> MCPServer:
+    """Return an MCP server whose seven tools call ``memory``.
+
+    ``ready``, when given, is set once the embedder has been loaded in the background; tool calls wait
+    for it so that a call arriving early does not load a second model.
+    """
+    tools = []
+    functions: dict[str, ToolFunction] = {}
+    for operation in OPERATIONS:
+        functions[operation.name] = tool_function(memory, operation, ready)
+        tool = Tool.from_function(
+            functions[operation.name],
+            name=operation.name,
+            title=operation.title,
+            description=DESCRIPTIONS[operation.name],
+            annotations=operation.annotations(),
+            structured_output=True,
+        )
+        tool.parameters = input_schema(operation)
+        tools.append(tool)
+    level = memory.settings.log_level.upper()
+    return RobotMemServer(
+        functions,
+        name="robotmem",
+        title="robotmem",
+        description="Experience memory for robots: store and recall what happened in earlier episodes.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        tools=tools,
+        log_level=level if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "WARNING",
+    )
+
+
+def _warm_up(memory: RobotMemory, ready: threading.Event) -> None:
+    started = time.perf_counter()
+    try:
+        memory.warm_up()
+        embedder = memory.embedder
+        log.info(
+            "embedder %s loaded in %.2f s: %s",
+            embedder.model_id,
+            time.perf_counter() - started,
+            embedder.status,
+        )
+    except Exception:  # a model that fails to load leaves recall in BM25 mode; serving goes on
+        log.exception("loading the embedder failed; recall runs without vectors")
+    finally:
+        ready.set()
+
+
+def serve(db: str | None = None, collection: str | None = None, embed_backend: str | None = None) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin.
+
+    Settings not given come from the environment (``ROBOTMEM_*``) as for ``RobotMemory()``. The embedder
+    loads in a background thread, so the ``initialize`` handshake never waits for a model. Logs go to
+    stderr; stdout carries only the protocol.
+    """
+    memory = RobotMemory(db, collection, embed_backend)
+    ready = threading.Event()
+    server = build_server(memory, ready=ready)
+    threading.Thread(target=_warm_up, args=(memory, ready), name="robotmem-warm-up", daemon=True).start()
+    log.info("serving MCP over stdio: database %s, collection %s", memory.path, memory.collection)
+    try:
+        server.run("stdio")
+    finally:
+        memory.close()

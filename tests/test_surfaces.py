@@ -1,0 +1,187 @@
+"""The same calls through Python, MCP, REST and CLI give the same JSON and the same errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from werkzeug.serving import make_server
+
+from robotmem import RobotMemError, RobotMemory
+from robotmem.adapters.web import create_app
+from robotmem.config import Settings
+
+VOLATILE = {"created_at", "updated_at", "last_accessed", "session_id", "query_ms", "access_count"}
+SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    (
+        "learn",
+        {
+            "insight": "grip_force=12.5N yields highest grasp success rate",
+            "context": {
+                "params": {"grip_force": {"value": 12.5, "unit": "N"}},
+                "task": {"success": True},
+                "spatial": {"position": [1.3, 0.7, 0.42]},
+            },
+        },
+    ),
+    (
+        "learn",
+        {"insight": "机器人抓取杯子时夹爪力度设为12.5牛最好", "context": '{"task": {"success": false}}'},
+    ),
+    ("learn", {"insight": "grip_force=12.5N yields highest grasp success rate"}),
+    ("save_perception", {"description": "wrist camera frame of the mug", "data": {"w": 64, "h": 48}}),
+    (
+        "recall",
+        {
+            "query": "grip force",
+            "context_filter": {"task.success": True},
+            "spatial_sort": {"field": "spatial.position", "target": [1.3, 0.7, 0.4]},
+        },
+    ),
+    ("recall", {"query": "杯子", "n": 3}),
+    ("update", {"memory_id": 2, "new_content": "机器人抓取杯子时夹爪力度设为10牛最好"}),
+    ("forget", {"memory_id": 1, "reason": "measured with a broken sensor"}),
+    ("recall", {"query": "grip force", "include_data": True}),
+]
+BAD: list[tuple[str, dict[str, Any], str]] = [
+    ("recall", {"query": "cup", "context_filter": {"task.success": {"$less": 1}}}, "invalid_input"),
+    ("learn", {"insight": "x" * 301}, "invalid_input"),
+    ("forget", {"memory_id": 999, "reason": "gone"}, "not_found"),
+]
+
+
+def normalized(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+Outcome = tuple[str, Any]  # ("ok", result) or ("error", (code, message))
+
+
+def through_python(path: Path, settings: Settings) -> list[Outcome]:
+    out: list[Outcome] = []
+    with RobotMemory(path, embed_backend="hash", settings=settings) as mem:
+        for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
+            try:
+                out.append(("ok", getattr(mem, name)(**args)))
+            except RobotMemError as exc:
+                out.append(("error", (exc.code, exc.message)))
+    return out
+
+
+def through_mcp(path: Path, home: Path) -> list[Outcome]:
+    out: list[Outcome] = []
+
+    async def session_run() -> None:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "robotmem", "mcp", "--db", str(path)],
+            env={"ROBOTMEM_HOME": str(home), "ROBOTMEM_EMBED_BACKEND": "hash"},
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
+                result = await session.call_tool(name, args)
+                text = result.content[0].text  # type: ignore[union-attr]
+                out.append(("error", text) if result.is_error else ("ok", result.structured_content))
+
+    anyio.run(session_run)
+    return out
+
+
+@contextmanager
+def rest_server(path: Path, settings: Settings) -> Iterator[httpx.Client]:
+    with RobotMemory(path, embed_backend="hash", settings=settings) as mem:
+        server = make_server("127.0.0.1", 0, create_app(mem), threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60) as client:
+                yield client
+        finally:
+            server.shutdown()
+
+
+def through_rest(path: Path, settings: Settings) -> list[Outcome]:
+    out: list[Outcome] = []
+    with rest_server(path, settings) as client:
+        for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
+            response = client.post(f"/api/{name}", json=args)
+            body = response.json()
+            out.append(
+                ("error", (body["error"]["code"], body["error"]["message"], response.status_code))
+                if response.status_code >= 400
+                else ("ok", body)
+            )
+    return out
+
+
+CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "learn": lambda a: [
+        "learn",
+        a["insight"],
+        *(
+            ["--context", json.dumps(a["context"]) if isinstance(a["context"], dict) else a["context"]]
+            if "context" in a
+            else []
+        ),
+    ],
+    "save_perception": lambda a: ["save-perception", a["description"], "--data", json.dumps(a["data"])],
+    "recall": lambda a: [
+        "recall",
+        a["query"],
+        *(["-n", str(a["n"])] if "n" in a else []),
+        *(["--filter", json.dumps(a["context_filter"])] if "context_filter" in a else []),
+        *(["--spatial-sort", json.dumps(a["spatial_sort"])] if "spatial_sort" in a else []),
+        *(["--include-data"] if a.get("include_data") else []),
+    ],
+    "update": lambda a: ["update", str(a["memory_id"]), a["new_content"]],
+    "forget": lambda a: ["forget", str(a["memory_id"]), "--reason", a["reason"]],
+}
+
+
+def through_cli(path: Path, home: Path) -> list[Outcome]:
+    out: list[Outcome] = []
+    env = {**os.environ, "ROBOTMEM_HOME": str(home), "ROBOTMEM_EMBED_BACKEND": "hash"}
+    for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
+        command = [sys.executable, "-m", "robotmem", *CLI_ARGS[name](args), "--db", str(path)]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        if result.returncode == 0:
+            out.append(("ok", json.loads(result.stdout)))
+        else:
+            assert result.stderr.startswith("Error: "), result.stderr
+            out.append(("error", result.stderr.strip()))
+    return out
+
+
+def test_every_door_returns_the_same_json_and_errors(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    python = through_python(tmp_path / "python.db", settings)
+    mcp = through_mcp(tmp_path / "mcp.db", tmp_path / "home")
+    rest = through_rest(tmp_path / "rest.db", settings)
+    cli = through_cli(tmp_path / "cli.db", tmp_path / "home")
+    steps = len(SCRIPT)
+    assert [kind for kind, _ in python] == ["ok"] * steps + ["error"] * len(BAD)
+    assert python[2][1]["status"] == "duplicate"
+    for other in (mcp, rest, cli):
+        assert [normalized(r) for k, r in other[:steps]] == [normalized(r) for k, r in python[:steps]]
+    for index, (_, _, code) in enumerate(BAD):
+        kind, (python_code, message) = python[steps + index]
+        assert python_code == code
+        assert mcp[steps + index][0] == "error" and mcp[steps + index][1].endswith(message)
+        assert rest[steps + index][1][:2] == (code, message)
+        assert rest[steps + index][1][2] == {"invalid_input": 400, "not_found": 404}[code]
+        assert cli[steps + index] == ("error", f"Error: {message}")
