@@ -4,12 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint bench bench-quick web-demo clean
+.PHONY: demo test check lint bench bench-quick web-demo experiment experiment-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,mcp,web]'
+	$(PY) -m pip install --quiet -e '.[dev,mcp,web,gym]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -26,6 +26,25 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# FetchPush experience-recall experiment, in its own venv (MuJoCo, Gymnasium-Robotics).
+GYM_VENV ?= .venv-gym
+GYM_PY := $(GYM_VENV)/bin/python
+GYM_STAMP := $(GYM_VENV)/.installed-stamp
+
+$(GYM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(GYM_VENV)
+	$(GYM_PY) -m pip install --quiet --upgrade pip
+	$(GYM_PY) -m pip install --quiet -e '.[gym]'
+	touch $(GYM_STAMP)
+
+# Whole protocol end to end with small counts: 3 seeds x 20 episodes per phase (about a minute on 2 cores).
+experiment-quick: $(GYM_STAMP)
+	$(GYM_PY) examples/fetch_push/results.py --seeds 3 --episodes 20 --workers 2 --out build/experiment-quick
+
+# The run in docs/experiments.md: 5 seeds x 100 episodes per phase; rewrites examples/fetch_push/results/.
+experiment: $(GYM_STAMP)
+	$(GYM_PY) examples/fetch_push/results.py --seeds 5 --episodes 100 --workers 2 --out examples/fetch_push/results
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache
