@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -22,9 +23,10 @@ from robotmem.config import Settings, load_settings
 from robotmem.consolidation import NON_DECAYING_CATEGORIES, Candidate, decayed_confidence, plan_consolidation
 from robotmem.dedup import cosine_threshold, find_cosine_duplicate, find_jaccard_duplicate
 from robotmem.embedders import Embedder, create_embedder
-from robotmem.errors import EmbeddingError, ValidationError
+from robotmem.errors import DatabaseError, EmbeddingError, ValidationError
 from robotmem.filters import parse_filter
 from robotmem.maintenance import MaintenanceMixin
+from robotmem.perception_batch import PerceptionBatchMixin
 from robotmem.records import Memory
 from robotmem.serialize import hit_to_dict, memory_detail, session_to_dict
 from robotmem.spatial import parse_spatial_sort
@@ -62,7 +64,7 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
-class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
+class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchMixin):
     """Experience memory on one SQLite file.
 
     ``db_path`` defaults to ``$ROBOTMEM_HOME/memory.db``; ``collection`` is where writes go and
@@ -100,6 +102,9 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
         self._current_session: str | None = None
         self._access = AccessRecorder(self.path, self._now, busy_timeout_ms=self.settings.busy_timeout_ms)
         self._closed = False
+        self._idle_readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        # Guards the vector index; distinct from the write lock so recall does not queue behind writes.
+        self._index_lock = self._lock if str(self.path) == ":memory:" else threading.RLock()
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -115,8 +120,25 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
             return write(self._conn, work, path=self.path, retries=self.settings.write_retries)
 
     def _read(self, work: Callable[[sqlite3.Connection], Any]) -> Any:
-        with self._lock:
-            return read(self._conn, work, path=self.path)
+        if str(self.path) == ":memory:":  # one connection is the whole database
+            with self._lock:
+                return read(self._conn, work, path=self.path)
+        # A pooled connection of its own: in WAL mode a read then never waits for a write, neither
+        # another process's nor one that another thread runs (or waits to run) on ``self._conn``.
+        try:
+            conn = self._idle_readers.get_nowait()
+        except queue.Empty:
+            if self._closed:
+                raise DatabaseError(f"database {self.path}: this RobotMemory is closed") from None
+            conn = open_database(self.path, busy_timeout_ms=self.settings.busy_timeout_ms, create=False)
+            conn.create_function("robotmem_decay", 3, self._decay_sql, deterministic=True)
+        try:
+            return read(conn, work, path=self.path)
+        finally:
+            if self._closed:
+                conn.close()
+            else:
+                self._idle_readers.put(conn)
 
     @property
     def embedder(self) -> Embedder:
@@ -134,15 +156,23 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
         embedder = self.embedder
         if not embedder.available:
             return None, embedder.status
-        with self._lock:
+        with self._index_lock:
             stored = self._read(vector_store.stored_model)
-            if stored is not None and (stored[0] != embedder.model_id or stored[1] != embedder.dim):
+            try:
+                dim = embedder.dim  # an HTTP embedder may have to ask its server
+            except EmbeddingError as exc:
+                return None, exc.message
+            if stored is not None and (stored[0] != embedder.model_id or stored[1] != dim):
                 return None, (
                     f"the database holds vectors of {stored[0]} ({stored[1]}-d) but the embedder is "
-                    f"{embedder.model_id} ({embedder.dim}-d); run `robotmem embed reindex` to re-embed"
+                    f"{embedder.model_id} ({dim}-d); run `robotmem embed reindex` to re-embed"
                 )
-            if self._index is None or self._index.model_id != embedder.model_id:
-                self._index = vector_store.MirroredIndex(embedder.model_id, embedder.dim)
+            if (
+                self._index is None
+                or self._index.model_id != embedder.model_id
+                or self._index.index.dim != dim
+            ):
+                self._index = vector_store.MirroredIndex(embedder.model_id, dim)
             self._read(self._index.sync)
             return self._index, "ok"
 
@@ -266,7 +296,8 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
         params = {"p_collection": collection}
         match = fts_query(text)
         if match:
-            ids = [m for m, _ in search.search_fts(conn, match, where, params, 20)]
+            found = search.jaccard_candidates(conn, text, where, params, 20, self.settings.dedup_jaccard)
+            ids = [m for m, _ in found]
             contents = [(m, rec.content) for m, rec in memories.fetch(conn, ids).items()]
             duplicate = find_jaccard_duplicate(text, contents, self.settings.dedup_jaccard)
             if duplicate is not None:
@@ -627,9 +658,15 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin):
         if self._closed:
             return
         self._closed = True
+        self.stop_background_backfill()
         self._access.close()
         with self._lock:
             self._conn.close()
+        while True:
+            try:
+                self._idle_readers.get_nowait().close()
+            except queue.Empty:
+                break
 
     def __enter__(self) -> RobotMemory:
         return self

@@ -7,6 +7,7 @@ faster here than an approximate index at robot-sized collections (see docs/archi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -30,7 +31,11 @@ def decode_vector(blob: bytes, dim: int) -> FloatArray:
 
 
 class VectorIndex:
-    """Unit vectors keyed by memory id, searched exactly by dot product (= cosine)."""
+    """Unit vectors keyed by memory id, searched exactly by dot product (= cosine).
+
+    Safe to search from several threads while one thread updates it: changes and the score
+    computation take a lock, and a search works on copies.
+    """
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
@@ -39,6 +44,7 @@ class VectorIndex:
         self._rows: dict[int, int] = {}
         self._size = 0  # rows in use, live or dead
         self._dead = 0
+        self._guard = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -50,6 +56,10 @@ class VectorIndex:
         """Add or replace the vector of ``memory_id``."""
         if vector.shape != (self.dim,):
             raise ValidationError(f"vector has shape {vector.shape}; the index expects ({self.dim},)")
+        with self._guard:
+            self._upsert(memory_id, vector)
+
+    def _upsert(self, memory_id: int, vector: FloatArray) -> None:
         row = self._rows.get(memory_id)
         if row is None:
             if self._size == len(self._ids):
@@ -62,6 +72,10 @@ class VectorIndex:
 
     def remove(self, memory_id: int) -> None:
         """Drop ``memory_id`` from the index (no-op if absent)."""
+        with self._guard:
+            self._remove(memory_id)
+
+    def _remove(self, memory_id: int) -> None:
         row = self._rows.pop(memory_id, None)
         if row is None:
             return
@@ -73,15 +87,17 @@ class VectorIndex:
 
     def vector(self, memory_id: int) -> FloatArray | None:
         """Return a copy of the stored vector, or None."""
-        row = self._rows.get(memory_id)
-        return None if row is None else self._matrix[row].copy()
+        with self._guard:
+            row = self._rows.get(memory_id)
+            return None if row is None else self._matrix[row].copy()
 
     def similarities(self, query: FloatArray) -> tuple[npt.NDArray[np.int64], FloatArray]:
-        """Return ``(ids, cosine)`` of every live vector against the unit vector ``query``."""
-        live = self._ids[: self._size]
-        scores = self._matrix[: self._size] @ np.asarray(query, dtype=np.float32)
+        """Return ``(ids, cosine)`` of every live vector against the unit vector ``query`` (new arrays)."""
+        with self._guard:
+            live = self._ids[: self._size].copy()
+            scores = self._matrix[: self._size] @ np.asarray(query, dtype=np.float32)
         mask = live >= 0
-        if self._dead:
+        if not mask.all():
             return live[mask], scores[mask]
         return live, scores
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,10 +78,11 @@ def insert(conn: sqlite3.Connection, new: NewMemory) -> int:
     """Insert ``new`` with its FTS row, tags and payload; return its id."""
     cursor = conn.execute(
         "INSERT INTO memories (collection, type, content, human_summary, content_hash, category, confidence, "
-        "base_confidence, context, scope_files, scope_entities, session_id, perception_type, created_at, updated_at) "
-        "VALUES (:collection, :type, :content, :summary, :hash, :category, :confidence, :confidence, :context, "
-        ":files, :entities, :session_id, :perception_type, :now, :now)",
+        "base_confidence, context, scope_files, scope_entities, session_id, perception_type, created_at, updated_at, "
+        "uid) VALUES (:collection, :type, :content, :summary, :hash, :category, :confidence, :confidence, :context, "
+        ":files, :entities, :session_id, :perception_type, :now, :now, :uid)",
         {
+            "uid": uuid.uuid4().hex,
             "collection": new.collection,
             "type": new.type,
             "content": new.content,

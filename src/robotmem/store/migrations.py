@@ -119,7 +119,19 @@ def _migrate_v1(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1,)
+def _migrate_v2(conn: sqlite3.Connection) -> None:
+    """A stable ``uid`` per memory (export/import identity) and the staging table of ``embed reindex``."""
+    conn.execute("ALTER TABLE memories ADD COLUMN uid TEXT")
+    conn.execute("UPDATE memories SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL")
+    conn.execute("CREATE UNIQUE INDEX idx_mem_uid ON memories(uid)")
+    conn.execute(
+        "CREATE TABLE reindex_vectors ("
+        "memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE, "
+        "model_id TEXT NOT NULL, content TEXT NOT NULL, embedding BLOB NOT NULL)"
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,144 @@
+"""``robotmem embed backfill|reindex|status``, ``robotmem export`` and ``robotmem import``.
+
+Progress bars go to stderr (stdout carries the JSON result); ``--no-progress`` turns them off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from robotmem.adapters.cli import _open, _print
+
+
+class ProgressBars:
+    """A ``progress(stage, advance, total)`` callback that draws one tqdm bar per stage on stderr."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._bars: dict[str, Any] = {}
+
+    def __call__(self, stage: str, advance: int, total: int) -> None:
+        if not self.enabled:
+            return
+        bar = self._bars.get(stage)
+        if bar is None:
+            try:
+                from tqdm import tqdm
+            except ImportError:  # the bars are a convenience; the command works without them
+                self.enabled = False
+                return
+            bar = tqdm(total=total, desc=stage, unit="memory", file=sys.stderr, dynamic_ncols=True)
+            self._bars[stage] = bar
+        if advance:
+            bar.update(advance)
+
+    def close(self) -> None:
+        """Finish every bar."""
+        for bar in self._bars.values():
+            bar.close()
+        self._bars.clear()
+
+
+def _with_bars(args: argparse.Namespace, run: Any) -> dict[str, Any]:
+    bars = ProgressBars(enabled=not args.no_progress)
+    try:
+        with _open(args) as mem:
+            result: dict[str, Any] = run(mem, bars)
+    finally:
+        bars.close()
+    return result
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    result = _with_bars(args, lambda mem, bars: mem.backfill(batch_size=args.batch_size, progress=bars))
+    _print(result)
+    if result["status"] != "complete":
+        print(f"Error: backfill {result['status']}: {result['reason']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    _print(_with_bars(args, lambda mem, bars: mem.reindex(batch_size=args.batch_size, progress=bars)))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        _print(mem.embedding_status())
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    _print(
+        _with_bars(
+            args,
+            lambda mem, bars: mem.export_memories(
+                args.path, collection=args.collection, vectors=args.vectors, progress=bars
+            ),
+        )
+    )
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    _print(
+        _with_bars(
+            args,
+            lambda mem, bars: mem.import_memories(
+                args.path, conflict=args.conflict, collection=args.collection, progress=bars
+            ),
+        )
+    )
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``embed``, ``export`` and ``import`` commands to the ``robotmem`` parser."""
+    progress = argparse.ArgumentParser(add_help=False)
+    progress.add_argument(
+        "--no-progress", dest="no_progress", action="store_true", help="draw no progress bar on stderr"
+    )
+
+    embed = sub.add_parser("embed", help="vectors: backfill, re-embed with another model, status")
+    embed_sub = embed.add_subparsers(dest="embed_command", metavar="EMBED_COMMAND", required=True)
+    p = embed_sub.add_parser(
+        "backfill", parents=[common, progress], help="embed memories stored while no embedder was available"
+    )
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=64)
+    p.set_defaults(run=_backfill)
+    p = embed_sub.add_parser(
+        "reindex",
+        parents=[common, progress],
+        help="re-embed every memory with the configured model (resumable)",
+    )
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=64)
+    p.set_defaults(run=_reindex)
+    embed_sub.add_parser(
+        "status", parents=[common], help="the database's model, the embedder and pending work"
+    ).set_defaults(run=_status)
+
+    p = sub.add_parser(
+        "export",
+        parents=[common, progress],
+        help="write memories, tags, sessions and lineage to a JSON Lines file",
+    )
+    p.add_argument("path", help="file to write (replaced when it exists)")
+    p.add_argument("--vectors", action="store_true", help="include the stored vectors (base64 float32)")
+    p.set_defaults(run=_export)
+
+    p = sub.add_parser(
+        "import",
+        parents=[common, progress],
+        help="read a file written by `robotmem export` (idempotent)",
+    )
+    p.add_argument("path", help="file written by `robotmem export`")
+    p.add_argument(
+        "--conflict",
+        choices=["skip", "overwrite", "new-ids"],
+        default="skip",
+        help="memories already present: keep them (skip), replace them (overwrite), or import as new (new-ids)",
+    )
+    p.set_defaults(run=_import)

@@ -1,0 +1,308 @@
+"""Integrity checks, repair of the derived indexes, and online backup of the database file.
+
+The ``memories`` table (with ``perception_payloads`` and ``sessions``) is the source of truth. The FTS
+table and the vector tombstones are derived from it and can always be rebuilt; vectors that are
+missing are not computed here (that needs the embedder) but left for backfill.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from robotmem.store import vectors
+from robotmem.store.migrations import FTS_TOKENIZER
+from robotmem.text import index_text
+
+# Each check is a name, the SQL that lists offending ids (at most ``:limit``) and the SQL counting them.
+_CHECKS: dict[str, str] = {
+    # Active memories that BM25 cannot find.
+    "fts_missing": "FROM memories m WHERE m.status = 'active' "
+    "AND NOT EXISTS (SELECT 1 FROM memories_fts f WHERE f.rowid = m.id)",
+    # FTS rows of forgotten, superseded or deleted memories: recall would skip them, dedup might not.
+    "fts_orphaned": "FROM memories_fts f WHERE NOT EXISTS "
+    "(SELECT 1 FROM memories m WHERE m.id = f.rowid AND m.status = 'active')",
+    # Vectors still searchable for memories that are no longer active.
+    "vectors_stale": "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+    "WHERE v.embedding IS NOT NULL AND m.status != 'active'",
+    # Vectors whose memory row is gone.
+    "vectors_orphaned": "FROM memory_vectors v WHERE v.embedding IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id)",
+    # A memory marked embedded whose vector row is missing, a tombstone, or of another model.
+    "vectors_missing_for_marked": "FROM memories m WHERE m.embedding_model IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.embedding IS NOT NULL "
+    "AND v.model_id = m.embedding_model)",
+    # An active memory with a live vector but not marked embedded (backfill would embed it again).
+    "vectors_unmarked": "FROM memories m JOIN memory_vectors v ON v.memory_id = m.id "
+    "WHERE m.status = 'active' AND v.embedding IS NOT NULL "
+    "AND (m.embedding_model IS NULL OR m.embedding_model != v.model_id)",
+    "tags_dangling": "FROM memory_tags t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = t.memory_id)",
+    "payloads_dangling": "FROM perception_payloads p WHERE NOT EXISTS "
+    "(SELECT 1 FROM memories m WHERE m.id = p.memory_id)",
+    "sessions_missing": "FROM (SELECT DISTINCT session_id AS id FROM memories WHERE session_id IS NOT NULL "
+    "UNION SELECT session_id FROM session_outcomes) s WHERE NOT EXISTS "
+    "(SELECT 1 FROM sessions x WHERE x.id = s.id)",
+    "sessions_inconsistent": "FROM sessions s WHERE (s.status = 'ended') != (s.ended_at IS NOT NULL)",
+    "supersede_dangling": "FROM memories m WHERE m.superseded_by IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by)",
+}
+_ID_COLUMN = {
+    "fts_orphaned": "f.rowid",
+    "vectors_stale": "v.memory_id",
+    "vectors_orphaned": "v.memory_id",
+    "vectors_unmarked": "m.id",
+    "tags_dangling": "DISTINCT t.memory_id",
+    "payloads_dangling": "p.memory_id",
+    "sessions_missing": "s.id",
+    "sessions_inconsistent": "s.id",
+}
+SAMPLE = 20
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityReport:
+    """What the checks found: SQLite's own verdict, counts per check and a few offending ids each."""
+
+    integrity: tuple[str, ...]
+    foreign_keys: int
+    counts: dict[str, int]
+    samples: dict[str, list[Any]]
+    fts_stale: int
+    active_without_vector: int
+    rows: dict[str, int] = field(default_factory=dict)
+    error: str | None = None  # set when the file is too damaged for the index checks to run
+
+    @property
+    def ok(self) -> bool:
+        """True when SQLite reports no corruption and every derived index agrees with the tables."""
+        return (
+            self.error is None
+            and self.integrity == ("ok",)
+            and self.foreign_keys == 0
+            and self.fts_stale == 0
+            and not any(self.counts.values())
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form shown by ``robotmem doctor`` and ``robotmem repair``."""
+        return {
+            "ok": self.ok,
+            "integrity_check": list(self.integrity),
+            "foreign_key_violations": self.foreign_keys,
+            "problems": {**self.counts, "fts_stale": self.fts_stale},
+            "examples": {name: ids for name, ids in self.samples.items() if ids},
+            "active_without_vector": self.active_without_vector,
+            "rows": self.rows,
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+def _scalar(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None) -> int:
+    return int(conn.execute(sql, params or {}).fetchone()[0])
+
+
+def sqlite_integrity(conn: sqlite3.Connection, max_errors: int = 20) -> tuple[str, ...]:
+    """Return the lines of ``PRAGMA integrity_check`` (``("ok",)`` for a sound file).
+
+    A file too damaged for the check to finish yields one line that says so.
+    """
+    try:
+        return tuple(str(row[0]) for row in conn.execute(f"PRAGMA integrity_check({int(max_errors)})"))
+    except sqlite3.DatabaseError as exc:
+        return (f"integrity_check could not finish: {exc}",)
+
+
+def _fts_stale(conn: sqlite3.Connection) -> tuple[int, list[int]]:
+    """Count active memories whose FTS body differs from what ``index_text`` makes of their content."""
+    stale: list[int] = []
+    rows = conn.execute(
+        "SELECT m.id, m.content, f.body FROM memories m JOIN memories_fts f ON f.rowid = m.id "
+        "WHERE m.status = 'active'"
+    )
+    for memory_id, content, body in rows:
+        if body != index_text(content):
+            stale.append(int(memory_id))
+    return len(stale), stale[:SAMPLE]
+
+
+def check(conn: sqlite3.Connection) -> IntegrityReport:
+    """Run every check on one snapshot; the caller holds a read transaction.
+
+    When the file is too damaged for the index checks, the report keeps SQLite's own verdict and
+    says why the rest could not run.
+    """
+    integrity = sqlite_integrity(conn)
+    try:
+        return _check_indexes(conn, integrity)
+    except sqlite3.DatabaseError as exc:
+        return IntegrityReport(
+            integrity=integrity,
+            foreign_keys=0,
+            counts={},
+            samples={},
+            fts_stale=0,
+            active_without_vector=0,
+            error=f"the index checks could not run ({exc}); restore a backup",
+        )
+
+
+def _check_indexes(conn: sqlite3.Connection, integrity: tuple[str, ...]) -> IntegrityReport:
+    foreign_keys = len(conn.execute("PRAGMA foreign_key_check").fetchall())
+    counts: dict[str, int] = {}
+    samples: dict[str, list[Any]] = {}
+    for name, body in _CHECKS.items():
+        counts[name] = _scalar(conn, f"SELECT COUNT(*) {body}")
+        column = _ID_COLUMN.get(name, "m.id")
+        samples[name] = [
+            r[0] for r in conn.execute(f"SELECT {column} {body} LIMIT :limit", {"limit": SAMPLE})
+        ]
+    fts_stale, stale_ids = _fts_stale(conn)
+    samples["fts_stale"] = stale_ids
+    rows = {
+        "memories": _scalar(conn, "SELECT COUNT(*) FROM memories"),
+        "active": _scalar(conn, "SELECT COUNT(*) FROM memories WHERE status = 'active'"),
+        "fts": _scalar(conn, "SELECT COUNT(*) FROM memories_fts"),
+        "vectors": _scalar(conn, "SELECT COUNT(*) FROM memory_vectors WHERE embedding IS NOT NULL"),
+        "sessions": _scalar(conn, "SELECT COUNT(*) FROM sessions"),
+    }
+    return IntegrityReport(
+        integrity=integrity,
+        foreign_keys=foreign_keys,
+        counts=counts,
+        samples=samples,
+        fts_stale=fts_stale,
+        active_without_vector=_scalar(
+            conn, "SELECT COUNT(*) FROM memories WHERE status = 'active' AND embedding_model IS NULL"
+        ),
+        rows=rows,
+    )
+
+
+def rebuild_fts(conn: sqlite3.Connection) -> int:
+    """Drop and recreate the FTS table from the content of every active memory; return the rows indexed.
+
+    Dropping (rather than deleting rows) also recovers from a damaged FTS index, whose shadow tables
+    may refuse ordinary deletes.
+    """
+    conn.execute("DROP TABLE IF EXISTS memories_fts")
+    conn.execute(f'CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize = "{FTS_TOKENIZER}")')
+    count = 0
+    batch: list[dict[str, Any]] = []
+    insert = "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)"
+    for memory_id, content in conn.execute(
+        "SELECT id, content FROM memories WHERE status = 'active' ORDER BY id"
+    ).fetchall():
+        batch.append({"id": memory_id, "body": index_text(content)})
+        if len(batch) >= 500:
+            conn.executemany(insert, batch)
+            count += len(batch)
+            batch = []
+    conn.executemany(insert, batch)
+    return count + len(batch)
+
+
+def _ids(conn: sqlite3.Connection, name: str) -> list[Any]:
+    column = _ID_COLUMN.get(name, "m.id")
+    return [r[0] for r in conn.execute(f"SELECT {column} {_CHECKS[name]}")]
+
+
+def repair_vectors(conn: sqlite3.Connection) -> dict[str, int]:
+    """Make the vector table agree with the memories table; return how many rows each step changed.
+
+    Vectors of non-active or deleted memories become tombstones (so every process's index drops them);
+    a memory marked embedded without a usable vector is unmarked and left for backfill; a live vector
+    of an active memory marks it embedded with that vector's model.
+    """
+    stale = _ids(conn, "vectors_stale") + _ids(conn, "vectors_orphaned")
+    for memory_id in stale:
+        vectors.drop(conn, int(memory_id))
+    unmarked = conn.execute(
+        "UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM memory_vectors v WHERE v.memory_id = memories.id AND v.embedding IS NOT NULL "
+        "AND v.model_id = memories.embedding_model)"
+    ).rowcount
+    # A live vector whose memory says it is of another (or no) model: trust the vector row.
+    remarked = conn.execute(
+        "UPDATE memories SET embedding_model = (SELECT v.model_id FROM memory_vectors v "
+        "WHERE v.memory_id = memories.id AND v.embedding IS NOT NULL) "
+        "WHERE status = 'active' AND EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = memories.id "
+        "AND v.embedding IS NOT NULL AND (memories.embedding_model IS NULL "
+        "OR memories.embedding_model != v.model_id))"
+    ).rowcount
+    return {"vectors_tombstoned": len(stale), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
+
+
+def repair_references(conn: sqlite3.Connection, now: str) -> dict[str, int]:
+    """Remove rows that point at missing memories and recreate sessions that memories still name.
+
+    A recreated session is marked ended (its real start and end are unknown; ``created_at`` is the
+    time of its oldest memory) so the memories keep their episode and a replay by session still works.
+    """
+    tags = conn.execute(
+        "DELETE FROM memory_tags WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = memory_tags.memory_id)"
+    ).rowcount
+    payloads = conn.execute(
+        "DELETE FROM perception_payloads WHERE NOT EXISTS "
+        "(SELECT 1 FROM memories m WHERE m.id = perception_payloads.memory_id)"
+    ).rowcount
+    missing = _ids(conn, "sessions_missing")
+    for session_id in missing:
+        row = conn.execute(
+            "SELECT MIN(collection), MIN(created_at) FROM memories WHERE session_id = :id", {"id": session_id}
+        ).fetchone()
+        collection = row[0] if row and row[0] is not None else "default"
+        created = row[1] if row and row[1] is not None else now
+        conn.execute(
+            "INSERT INTO sessions (id, collection, context, status, summary, created_at, ended_at) "
+            "VALUES (:id, :collection, '{\"recreated_by\": \"repair\"}', 'ended', NULL, :created, :now)",
+            {"id": session_id, "collection": collection, "created": created, "now": now},
+        )
+    fixed_sessions = conn.execute(
+        "UPDATE sessions SET ended_at = :now WHERE status = 'ended' AND ended_at IS NULL", {"now": now}
+    ).rowcount
+    closed = conn.execute(
+        "UPDATE sessions SET status = 'ended' WHERE status = 'active' AND ended_at IS NOT NULL"
+    ).rowcount
+    unlinked = conn.execute(
+        "UPDATE memories SET superseded_by = NULL WHERE superseded_by IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = memories.superseded_by)"
+    ).rowcount
+    return {
+        "tags_deleted": tags,
+        "payloads_deleted": payloads,
+        "sessions_recreated": len(missing),
+        "sessions_fixed": fixed_sessions + closed,
+        "supersede_links_cleared": unlinked,
+    }
+
+
+def reindex(conn: sqlite3.Connection) -> None:
+    """Rebuild every ordinary index from its table (cures a damaged b-tree index, not a damaged table)."""
+    conn.execute("REINDEX")
+
+
+def backup_to(
+    source: sqlite3.Connection, target: Path, *, progress: Callable[[int, int, int], object] | None = None
+) -> None:
+    """Copy ``source`` into a new file ``target`` with SQLite's online backup API, in one step.
+
+    One step copies a single consistent snapshot; in WAL mode writers go on meanwhile.
+    """
+    destination = sqlite3.connect(str(target))
+    try:
+        source.backup(destination, pages=-1, progress=progress)
+        destination.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        destination.close()
+
+
+def verify_copy(target: Path) -> tuple[tuple[str, ...], int]:
+    """Return ``(integrity_check lines, memory count)`` of a backup file, opened read-only."""
+    conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True)
+    try:
+        return sqlite_integrity(conn), _scalar(conn, "SELECT COUNT(*) FROM memories")
+    finally:
+        conn.close()

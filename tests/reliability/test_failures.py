@@ -1,0 +1,242 @@
+"""Storage failures: disk full, read-only file system, missing directory, corrupted file.
+
+Each must surface as a ``DatabaseError`` that says what happened (the CLI prints ``Error: …`` and no
+traceback) and leave no partial rows. Disk full and read-only use real mounts (a small tmpfs, a
+read-only bind mount) because the tests run as root, which ignores file permissions; where mounting
+is not permitted those tests are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import table_counts
+
+from robotmem import RobotMemory
+from robotmem.config import Settings
+from robotmem.errors import DatabaseError, RobotMemError
+
+
+def _open(path: Path) -> RobotMemory:
+    return RobotMemory(path, embed_backend="hash", settings=Settings(home=path.parent))
+
+
+def _mount(*args: str) -> None:
+    result = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount here ({result.stderr.strip() or 'mount failed'})")
+
+
+def _umount(path: Path) -> None:
+    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1.5 MiB tmpfs: SQLite gets a real ENOSPC when it fills."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    _mount("-t", "tmpfs", "-o", "size=1536k", "tmpfs", str(mount_point))
+    try:
+        yield mount_point
+    finally:
+        _umount(mount_point)
+
+
+@pytest.fixture
+def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """``(writable_dir, read_only_view_of_it)``: a read-only bind mount, which binds root too."""
+    if os.geteuid() != 0:
+        pytest.skip("bind mounts need root")
+    writable, view = tmp_path / "rw", tmp_path / "ro"
+    writable.mkdir()
+    view.mkdir()
+    _mount("--bind", str(writable), str(view))
+    result = subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], capture_output=True, text=True)
+    if result.returncode != 0:
+        _umount(view)
+        pytest.skip(f"cannot remount read-only ({result.stderr.strip()})")
+    try:
+        yield writable, view
+    finally:
+        _umount(view)
+
+
+def _cli(*args: str, env_home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ROBOTMEM_HOME": str(env_home), "ROBOTMEM_EMBED_BACKEND": "hash"}
+    return subprocess.run(
+        [sys.executable, "-m", "robotmem", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def _assert_clean_cli_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("Error: database"), result.stderr
+    for word in words:
+        assert word in result.stderr
+
+
+# ---- disk full -------------------------------------------------------------------------------------
+
+
+def test_disk_full_is_a_database_error_and_writes_nothing(small_disk: Path) -> None:
+    mem = _open(small_disk / "memory.db")
+    try:
+        stored = 0
+        with pytest.raises(DatabaseError, match="disk is full") as caught:
+            for i in range(100):
+                mem.save_perception(f"camera frame {i}", data="x" * 60_000)
+                stored += 1
+        assert "nothing was written" in caught.value.message
+        counts = table_counts(mem)
+        assert counts["memories"] == counts["perception_payloads"] == stored > 0
+        with pytest.raises(DatabaseError, match="disk is full"):
+            mem.learn("a small fact after the disk filled: grip_force=3N")
+        assert table_counts(mem) == counts
+        report = mem.integrity_report()
+        assert report["ok"], report
+        assert mem.recall("camera frame", n=100)["total"] == stored
+    finally:
+        mem.close()
+
+
+def test_disk_full_reaches_the_cli_as_an_error_line(small_disk: Path) -> None:
+    db = small_disk / "memory.db"
+    with _open(db) as mem, pytest.raises(DatabaseError):
+        for i in range(100):
+            mem.save_perception(f"camera frame {i}", data="y" * 60_000)
+    result = _cli("learn", "grip_force=4N slipped on glass", "--db", str(db), env_home=small_disk)
+    _assert_clean_cli_error(result, "disk is full")
+
+
+# ---- read-only -------------------------------------------------------------------------------------
+
+
+def test_read_only_database_refuses_writes_and_keeps_reads(read_only_view: tuple[Path, Path]) -> None:
+    writable, view = read_only_view
+    with _open(writable / "memory.db") as writer:
+        writer.learn("grip_force=1N dropped the cup")
+        # While a writer has the file open, its -wal and -shm exist and a read-only opener can read.
+        reader = _open(view / "memory.db")
+        try:
+            assert reader.recall("cup")["total"] == 1
+            before = table_counts(writer)
+            with pytest.raises(DatabaseError, match="read-only"):
+                reader.learn("grip_force=2N held the cup")
+            with pytest.raises(DatabaseError, match="read-only"):
+                reader.forget(1, reason="wrong")
+            assert table_counts(writer) == before
+        finally:
+            reader.close()
+    # With every writer gone SQLite cannot open the WAL read-only at all.
+    with pytest.raises(DatabaseError, match="cannot be opened"):
+        _open(view / "memory.db")
+    result = _cli("recall", "cup", "--db", str(view / "memory.db"), env_home=writable)
+    _assert_clean_cli_error(result, "cannot be opened")
+
+
+def test_new_database_in_read_only_directory_is_a_database_error(read_only_view: tuple[Path, Path]) -> None:
+    _, view = read_only_view
+    with pytest.raises(DatabaseError):
+        _open(view / "new.db")
+    with pytest.raises(DatabaseError, match="cannot create directory"):
+        _open(view / "missing" / "new.db")
+
+
+# ---- missing directory -----------------------------------------------------------------------------
+
+
+def test_missing_directory_is_created(tmp_path: Path) -> None:
+    with _open(tmp_path / "a" / "b" / "memory.db") as mem:
+        assert mem.learn("grip_force=5N worked")["status"] == "created"
+
+
+def test_directory_that_cannot_exist_is_a_database_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be")
+    with pytest.raises(DatabaseError, match="cannot be opened"):
+        _open(blocker / "memory.db")
+    result = _cli("learn", "grip_force=6N", "--db", str(blocker / "memory.db"), env_home=tmp_path)
+    _assert_clean_cli_error(result, "cannot be opened")
+
+
+# ---- corrupted file --------------------------------------------------------------------------------
+
+
+def test_garbage_file_is_a_database_error(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    db.write_bytes(os.urandom(64 * 1024))
+    with pytest.raises(DatabaseError, match="not a valid robotmem database"):
+        _open(db)
+    result = _cli("recall", "anything", "--db", str(db), env_home=tmp_path)
+    _assert_clean_cli_error(result, "not a valid robotmem database")
+
+
+def _populated(db: Path, count: int = 300) -> None:
+    with _open(db) as mem:
+        for i in range(count):
+            mem.learn(f"trial {i}: grip_force={i / 10:.1f}N on the {uuid.uuid4().hex[:6]} shelf")
+
+
+def test_truncated_file_fails_cleanly(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    _populated(db)
+    size = db.stat().st_size
+    with open(db, "r+b") as handle:
+        handle.truncate(size // 2)
+    try:
+        mem = _open(db)
+    except DatabaseError:
+        return  # refused at open: fine
+    with mem:
+        report = mem.integrity_report()
+        assert not report["ok"]
+        for call in (
+            lambda: mem.recall("grip force", n=100),
+            lambda: mem.learn("a new fact grip_force=99N"),
+            lambda: mem.get_memory(250),
+        ):
+            try:
+                call()
+            except RobotMemError as exc:
+                assert isinstance(exc, (DatabaseError,)) or exc.code == "not_found"
+
+
+def test_damaged_pages_fail_cleanly_and_are_reported(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    _populated(db)
+    page = sqlite3.connect(db).execute("PRAGMA page_size").fetchone()[0]
+    pages = db.stat().st_size // page
+    with open(db, "r+b") as handle:  # scribble over a few pages in the middle, keeping the header
+        for number in range(pages // 3, pages // 3 + 4):
+            handle.seek(number * page)
+            handle.write(b"\xa5" * page)
+    try:
+        mem = _open(db)
+    except DatabaseError as exc:
+        assert "robotmem doctor --repair" in exc.message or "not a valid" in exc.message
+        return
+    with mem:
+        report = mem.integrity_report()  # reports the damage instead of failing on it
+        assert not report["ok"]
+        assert report["integrity_check"] != ["ok"]
+        before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM memories").fetchone()
+        try:
+            mem.learn("a new fact grip_force=99N")
+        except DatabaseError:
+            after = sqlite3.connect(db).execute("SELECT COUNT(*) FROM memories").fetchone()
+            assert after == before
+        try:
+            mem.repair()
+        except DatabaseError as exc:
+            assert "restore a backup" in exc.message or "malformed" in exc.message

@@ -1,0 +1,202 @@
+"""integrity_report(), repair() and backup(), through Python and the CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from robotmem import RobotMemory
+from robotmem.adapters.cli import main
+from robotmem.config import Settings
+from robotmem.errors import ValidationError
+
+
+def _open(path: Path) -> RobotMemory:
+    return RobotMemory(path, embed_backend="hash", settings=Settings(home=path.parent))
+
+
+@pytest.fixture
+def filled(tmp_path: Path) -> Iterator[RobotMemory]:
+    with _open(tmp_path / "memory.db") as mem:
+        session = mem.start_session(context={"robot": {"id": "arm-01"}})
+        for i in range(30):
+            mem.learn(f"trial {i}: grip_force={i}N on the oak shelf worked", session_id=session["session_id"])
+        mem.save_perception("wrist camera frame 1", data={"pixels": [1, 2, 3]})
+        mem.forget(3, reason="sensor was miscalibrated")
+        mem.end_session(session["session_id"], outcome_score=0.8)
+        yield mem
+
+
+def _raw(mem: RobotMemory) -> sqlite3.Connection:
+    conn = sqlite3.connect(mem.path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    return conn
+
+
+def _memories_table(mem: RobotMemory) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(mem.path)
+    try:
+        return conn.execute(
+            "SELECT id, content, status, context, session_id, confidence FROM memories ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_healthy_database_reports_ok(filled: RobotMemory) -> None:
+    report = filled.integrity_report()
+    assert report["ok"], report
+    assert report["integrity_check"] == ["ok"]
+    assert not any(report["problems"].values())
+    assert report["rows"]["memories"] == 31
+
+
+def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
+    conn = _raw(filled)
+    conn.execute("DELETE FROM memories_fts WHERE rowid IN (1, 2)")  # lost FTS rows
+    conn.execute("UPDATE memories_fts SET body = 'nonsense' WHERE rowid = 4")  # stale FTS row
+    conn.execute("INSERT INTO memories_fts (rowid, body) VALUES (3, 'forgotten text')")  # orphaned
+    conn.execute(  # a forgotten memory whose vector is live again
+        "UPDATE memory_vectors SET embedding = (SELECT embedding FROM memory_vectors WHERE memory_id = 5) "
+        "WHERE memory_id = 3"
+    )
+    conn.execute("UPDATE memory_vectors SET embedding = NULL WHERE memory_id = 6")  # marked but no vector
+    conn.execute("INSERT INTO memory_tags (memory_id, tag, source) VALUES (9999, 'ghost', 'auto')")
+    conn.execute("INSERT INTO perception_payloads (memory_id, data) VALUES (9998, '1')")
+    conn.execute("UPDATE memories SET session_id = 'lost-session' WHERE id = 7")
+    conn.close()
+    table_before = _memories_table(filled)
+
+    report = filled.integrity_report()
+    assert not report["ok"]
+    problems = report["problems"]
+    assert problems["fts_missing"] == 2
+    assert problems["fts_orphaned"] == 1
+    assert problems["fts_stale"] == 1
+    assert problems["vectors_stale"] == 1
+    assert problems["vectors_missing_for_marked"] == 1
+    assert problems["tags_dangling"] == 1
+    assert problems["payloads_dangling"] == 1
+    assert problems["sessions_missing"] == 1
+    assert filled.recall("trial 0 grip_force=0N", n=3)["memories"][0]["id"] != 1  # lost to BM25
+
+    result = filled.repair()
+    assert result["ok"], result["after"]
+    assert result["repaired"]["sessions_recreated"] == 1
+    assert result["repaired"]["vectors_tombstoned"] == 1
+    assert result["repaired"]["vectors_unmarked"] == 1
+    # Memories keep content, status, context, session and confidence.
+    assert _memories_table(filled) == table_before
+    assert filled.get_memory(6)["has_embedding"] is False  # left for backfill
+    assert filled.integrity_report()["ok"]
+    hits = filled.recall("trial 0 grip_force=0N", n=3, min_confidence=0.0)["memories"]
+    assert hits[0]["id"] == 1
+    assert 3 not in [m["id"] for m in filled.recall("trial 2 grip_force=2N", n=50)["memories"]]
+    assert filled.get_session("lost-session")["status"] == "ended"
+
+
+def test_repair_of_a_healthy_database_changes_nothing_visible(filled: RobotMemory) -> None:
+    before = _memories_table(filled)
+    recall_before = filled.recall("grip force oak shelf", n=10, min_confidence=0.0)["memories"]
+    result = filled.repair()
+    assert result["ok"]
+    assert _memories_table(filled) == before
+    recall_after = filled.recall("grip force oak shelf", n=10, min_confidence=0.0)["memories"]
+    assert [m["id"] for m in recall_after] == [m["id"] for m in recall_before]
+
+
+def test_repair_is_seen_by_another_open_instance(filled: RobotMemory) -> None:
+    with _open(filled.path) as other:
+        other.recall("grip force", n=5)  # builds its vector index
+        conn = _raw(filled)
+        conn.execute(
+            "UPDATE memory_vectors SET embedding = (SELECT embedding FROM memory_vectors WHERE memory_id = 5) "
+            "WHERE memory_id = 3"
+        )
+        conn.close()
+        filled.repair()
+        assert other.integrity_report()["ok"]
+        assert 3 not in [m["id"] for m in other.recall("trial 2 grip_force=2N", n=50)["memories"]]
+
+
+def test_backup_is_a_consistent_copy(filled: RobotMemory, tmp_path: Path) -> None:
+    target = tmp_path / "copies" / "memory-backup.db"
+    target.parent.mkdir()
+    result = filled.backup(target)
+    assert result["status"] == "backed_up"
+    assert result["memories"] == 31
+    assert result["integrity_check"] == "ok"
+    assert not list(target.parent.glob(".*partial"))
+    with _open(target) as copy:
+        assert copy.integrity_report()["ok"]
+        assert copy.recall("trial 7 grip_force=7N", n=1, min_confidence=0.0)["memories"][0]["id"] == 8
+        assert copy.get_memory(31)["data"] == {"pixels": [1, 2, 3]}
+
+
+def test_backup_refuses_to_overwrite_or_guess(filled: RobotMemory, tmp_path: Path) -> None:
+    existing = tmp_path / "exists.db"
+    existing.write_text("keep me")
+    with pytest.raises(ValidationError, match="already exists"):
+        filled.backup(existing)
+    assert existing.read_text() == "keep me"
+    with pytest.raises(ValidationError, match="does not exist"):
+        filled.backup(tmp_path / "no" / "such" / "dir.db")
+    with pytest.raises(ValidationError, match="path"):
+        filled.backup("")
+
+
+def test_backup_while_another_process_writes(filled: RobotMemory, tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from robotmem import RobotMemory\n"
+        "from robotmem.config import Settings\n"
+        "db = Path(sys.argv[1])\n"
+        "with RobotMemory(db, embed_backend='hash', settings=Settings(home=db.parent)) as mem:\n"
+        "    for i in range(200):\n"
+        "        mem.learn(f'concurrent writer note {i}: force={i}N')\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script, str(filled.path)])
+    copies = []
+    stop = threading.Event()
+    try:
+        for n in range(5):
+            copies.append(filled.backup(tmp_path / f"copy-{n}.db"))
+    finally:
+        stop.set()
+        assert writer.wait(timeout=300) == 0
+    counts = [c["memories"] for c in copies]
+    assert counts == sorted(counts) and counts[0] >= 31
+    for copy in copies:
+        with _open(Path(copy["path"])) as opened:
+            assert opened.integrity_report()["ok"]
+
+
+def test_cli_doctor_repair_check_and_backup(filled: RobotMemory, tmp_path: Path, capsys: Any) -> None:
+    conn = _raw(filled)
+    conn.execute("DELETE FROM memories_fts WHERE rowid = 1")
+    conn.close()
+    db = str(filled.path)
+    common = ["--db", db, "--embed-backend", "hash"]
+    assert main(["check", *common]) == 1
+    assert json.loads(capsys.readouterr().out)["problems"]["fts_missing"] == 1
+    assert main(["doctor", *common]) == 1
+    capsys.readouterr()
+    assert main(["doctor", "--repair", *common]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] and out["repair"]["ok"] and out["fts"]["in_sync"]
+    assert main(["repair", *common]) == 0
+    assert json.loads(capsys.readouterr().out)["repaired"]["fts_rows_indexed"] == 30
+    target = tmp_path / "cli-backup.db"
+    assert main(["backup", str(target), *common]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == str(target)
+    assert main(["backup", str(target), *common]) == 2
+    assert capsys.readouterr().err.startswith("Error: path:")

@@ -1,0 +1,71 @@
+"""RobotMemory.save_perceptions: a batch stored like single calls, all or nothing."""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import table_counts
+
+from robotmem import RobotMemory
+from robotmem.errors import ValidationError
+
+
+def _items(count: int) -> list[dict[str, object]]:
+    return [
+        {
+            "description": f"Force sample {i}: fz={i / 10:.1f} N",
+            "perception_type": "tactile",
+            "data": {"fz": [i]},
+        }
+        for i in range(count)
+    ]
+
+
+def test_save_perceptions_stores_every_item_in_order(memory: RobotMemory) -> None:
+    results = memory.save_perceptions(_items(3))
+
+    assert [r["perception_type"] for r in results] == ["tactile"] * 3
+    assert all(r["has_embedding"] for r in results)
+    ids = [r["memory_id"] for r in results]
+    assert ids == sorted(ids)
+    detail = memory.get_memory(ids[1])
+    assert detail["content"] == "Force sample 1: fz=0.1 N"
+    assert detail["data"] == {"fz": [1]}
+
+
+def test_save_perceptions_matches_single_calls(memory: RobotMemory) -> None:
+    single = memory.save_perception(description="Camera frame: mug at 0.4 m", collection="arm")
+    batch = memory.save_perceptions([{"description": "Camera frame: mug at 0.4 m", "collection": "arm"}])[0]
+
+    assert {k: v for k, v in single.items() if k != "memory_id"} == {
+        k: v for k, v in batch.items() if k != "memory_id"
+    }
+    found = memory.recall("camera frame mug", collection="arm")
+    assert {m["id"] for m in found["memories"]} == {single["memory_id"], batch["memory_id"]}
+
+
+def test_save_perceptions_join_the_current_session(memory: RobotMemory) -> None:
+    session = memory.start_session()
+    memory.save_perceptions(_items(4))
+
+    ended = memory.end_session(session["session_id"])
+    assert ended["summary"]["memory_count"] == 4
+
+
+def test_an_invalid_item_names_its_position_and_writes_nothing(memory: RobotMemory) -> None:
+    memory.save_perceptions(_items(1))
+    before = table_counts(memory)
+    items = _items(3)
+    items[2] = {"description": "tiny"}
+
+    with pytest.raises(ValidationError, match=r"items\[2\]\.description"):
+        memory.save_perceptions(items)
+    assert table_counts(memory) == before
+
+
+def test_an_unknown_field_is_a_validation_error(memory: RobotMemory) -> None:
+    with pytest.raises(ValidationError, match=r"items\[0\]\.colour: unknown field"):
+        memory.save_perceptions([{"description": "Camera frame 1", "colour": "red"}])
+
+
+def test_an_empty_batch_stores_nothing(bm25_memory: RobotMemory) -> None:
+    assert bm25_memory.save_perceptions([]) == []
