@@ -15,7 +15,7 @@ import numpy as np
 
 from robotmem.filters import Node, to_sql
 from robotmem.ranking import fuse_rrf
-from robotmem.records import Hit, Memory
+from robotmem.records import Hit
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store import memories, search
 from robotmem.store.vectors import MirroredIndex
@@ -82,28 +82,30 @@ def _vector_candidates(
     params: dict[str, Any],
     depth: int,
 ) -> list[int]:
+    ids, scores = index.index.similarities(query_vector)
+    total = len(ids)
     found: list[int] = []
-    chunk: list[int] = []
-    size = max(4 * depth, 64)
-    for memory_id, _ in index.index.ranked(query_vector, first=size):
-        chunk.append(memory_id)
-        if len(chunk) < size:
-            continue
+    checked, size = 0, max(2 * depth, 64)
+    remaining = scores.astype(np.float32, copy=True)
+    while checked < total and len(found) < depth:
+        size = min(size, total - checked)
+        # Sort only the best ``size`` unchecked scores (argpartition), not the whole index.
+        head = (
+            np.argpartition(-remaining, size - 1)[:size]
+            if size < total - checked
+            else np.flatnonzero(remaining > -np.inf)
+        )
+        head = head[np.argsort(-remaining[head], kind="stable")]
+        remaining[head] = -np.inf
+        chunk = [int(m) for m in ids[head]]
         allowed = search.passing(conn, chunk, where, params)
         found.extend(m for m in chunk if m in allowed)
-        if len(found) >= depth:
-            return found[:depth]
-        chunk = []
-        size = min(size * 4, 20000)
-    if chunk:
-        allowed = search.passing(conn, chunk, where, params)
-        found.extend(m for m in chunk if m in allowed)
+        checked += len(chunk)
+        # Size the next block from the share of rows that passed so far (at most four times what was
+        # checked, as a small sample misjudges a selective filter).
+        share = max(len(found), 1) / checked
+        size = min(max(int(1.5 * (depth - len(found)) / share), 64), 4 * checked)
     return found[:depth]
-
-
-def _is_real(memory: Memory) -> bool:
-    env = memory.context.get("env")
-    return isinstance(env, dict) and env.get("sim_or_real") == "real"
 
 
 def run(
@@ -117,8 +119,11 @@ def run(
     """Return the hits for ``plan``. ``index``/``query_vector`` are None when vector search cannot run."""
     where, params = predicate(plan)
     depth = max(tuning.depth, plan.n)
-    match = fts_query(plan.query) if plan.query else None
-    use_vectors = bool(plan.query) and index is not None and query_vector is not None
+    # A channel weighted 0 cannot change the order, so it does not run (and ``mode`` says so).
+    match = fts_query(plan.query) if plan.query and tuning.bm25_weight > 0 else None
+    use_vectors = (
+        bool(plan.query) and index is not None and query_vector is not None and tuning.vector_weight > 0
+    )
     if not plan.query:
         mode = "filter_only"
     elif use_vectors:
@@ -150,14 +155,17 @@ def run(
         limit = None if plan.spatial else plan.n
         extra = search.select_ids(conn, where, params, newest_first=plan.order != "time", limit=limit)
         pool_ids += [m for m in extra if m not in fused and m not in coords]
-    records = memories.fetch(conn, pool_ids)
+    # Full records (JSON decoded) are loaded for the whole pool only when time order needs them;
+    # ranking by relevance needs just the real-world flag, and records of the chosen few.
+    needs_records = plan.order == "time" or not plan.query
+    records = memories.fetch(conn, pool_ids) if needs_records else {}
+    real = search.real_world(conn, pool_ids)
     scores: dict[int, float] = {}
     for memory_id in pool_ids:
-        memory = records.get(memory_id)
-        if memory is None:
+        if needs_records and memory_id not in records:
             continue
         score = fused.get(memory_id, 0.0)
-        if _is_real(memory):
+        if memory_id in real:
             score *= tuning.real_world_boost
         scores[memory_id] = score
 
@@ -183,6 +191,8 @@ def run(
         ordered = sorted(scores, key=lambda m: -scores[m])
         final = scores
     chosen = ordered[: plan.n]
+    if not needs_records:
+        records = memories.fetch(conn, chosen)
     best = max((final[m] for m in chosen), default=0.0)
     if best <= 0:  # no chosen memory has the spatial field: show relevance instead
         final = {m: scores[m] if scores[m] > 0 else 1.0 for m in scores}

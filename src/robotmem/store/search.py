@@ -7,9 +7,18 @@ recall planner; ``params`` are its named parameters.
 from __future__ import annotations
 
 import json
+import math
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
+
+from robotmem.text import fts_query, word_set
+
+# Words of plain ASCII letters, digits, '_' and '.' give the same FTS tokens alone as inside a sentence
+# (CJK segmentation may differ), so only they are used as probe words.
+_PROBE_WORD = re.compile(r"[0-9a-z_.]+")
+_DF_CAP = 100
 
 
 def search_fts(
@@ -26,6 +35,40 @@ def search_fts(
     ]
 
 
+def jaccard_candidates(
+    conn: sqlite3.Connection, text: str, predicate: str, params: dict[str, Any], limit: int, threshold: float
+) -> list[tuple[int, float]]:
+    """Return ``search_fts`` results for ``text`` restricted to rows that can reach word Jaccard ≥ ``threshold``.
+
+    A text with Jaccard ≥ ``threshold`` to one with words W misses at most ⌊(1 − threshold)·|W|⌋ of them,
+    so it contains one of any ⌊(1 − threshold)·|W|⌋ + 1 words of W. Requiring one of the rarest that many
+    (AND-ed with the OR of all words, which still ranks) spares scoring every row that shares only common
+    words, and loses no possible duplicate. Falls back to the plain OR query when too few words qualify.
+    """
+    match = fts_query(text)
+    if match is None:
+        return []
+    words = sorted(word_set(text))
+    needed = math.floor((1.0 - threshold) * len(words)) + 1
+    probes = {w: q for w in words if _PROBE_WORD.fullmatch(w) and (q := fts_query(w)) is not None}
+    if not 0.0 < threshold <= 1.0 or len(probes) < needed:
+        return search_fts(conn, match, predicate, params, limit)
+    counts = {
+        w: int(
+            conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH :q LIMIT :cap)",
+                {"q": q, "cap": _DF_CAP},
+            ).fetchone()[0]
+        )
+        for w, q in probes.items()
+    }
+    rarest = sorted(probes, key=lambda w: (counts[w], w))[:needed]
+    if all(counts[w] == 0 for w in rarest):
+        return []  # no stored row holds any of them, so none can be a duplicate
+    probe = " OR ".join(f"({probes[w]})" for w in rarest)
+    return search_fts(conn, f"({match}) AND ({probe})", predicate, params, limit)
+
+
 def passing(conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params: dict[str, Any]) -> set[int]:
     """Return the ids among ``ids`` whose rows pass ``predicate``."""
     found: set[int] = set()
@@ -35,6 +78,21 @@ def passing(conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params
         marks = ",".join(":" + key for key in keyed)
         sql = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {predicate}"
         found.update(int(r[0]) for r in conn.execute(sql, {**params, **keyed}))
+    return found
+
+
+def real_world(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Return the ids among ``ids`` whose context has ``env.sim_or_real`` equal to ``"real"``."""
+    found: set[int] = set()
+    for start in range(0, len(ids), 900):
+        chunk = ids[start : start + 900]
+        keyed = {f"id{i}": memory_id for i, memory_id in enumerate(chunk)}
+        marks = ",".join(":" + key for key in keyed)
+        sql = (
+            f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) "
+            "AND json_extract(m.context, '$.env.sim_or_real') = 'real'"
+        )
+        found.update(int(r[0]) for r in conn.execute(sql, keyed))
     return found
 
 

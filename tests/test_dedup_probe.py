@@ -1,0 +1,51 @@
+"""The rare-word probe of the Jaccard dedup query keeps every possible duplicate."""
+
+from __future__ import annotations
+
+from robotmem import RobotMemory
+from robotmem.store import search
+from robotmem.text import jaccard, word_set
+
+WHERE = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
+
+
+def test_learn_still_finds_a_jaccard_duplicate_among_common_words(bm25_memory: RobotMemory) -> None:
+    for i in range(60):
+        bm25_memory.learn(f"Grasp trial {i} on the mug: grip_force {i} N worked with a slow approach")
+    original = bm25_memory.learn("The padded gripper held the wet glass bottle firmly at grip_force 7 N")
+
+    repeat = bm25_memory.learn("The padded gripper held the wet glass bottle very firmly at grip_force 7 N")
+
+    assert repeat["status"] == "duplicate"
+    assert repeat["method"] == "jaccard"
+    assert repeat["existing_id"] == original["memory_id"]
+
+
+def test_probe_candidates_hold_every_row_above_the_threshold(bm25_memory: RobotMemory) -> None:
+    texts = [f"Push episode {i}: block moved 0.{i % 9 + 1} m with the arm fully extended" for i in range(40)]
+    texts += ["Push episode 7: block moved 0.8 m with the arm extended", "Push the block gently"]
+    for text in texts:
+        bm25_memory.learn(text)
+    probe_text = "Push episode 7: block moved 0.8 m with the arm fully extended today"
+
+    def work(conn):  # type: ignore[no-untyped-def]
+        params = {"p_collection": bm25_memory.collection}
+        probed = search.jaccard_candidates(conn, probe_text, WHERE, params, 100, 0.7)
+        rows = conn.execute("SELECT id, content FROM memories").fetchall()
+        return {m for m, _ in probed}, rows
+
+    probed, rows = bm25_memory._read(work)
+    above = {m for m, content in rows if jaccard(word_set(probe_text), word_set(content)) >= 0.7}
+    assert above
+    assert above <= probed
+
+
+def test_a_text_of_unknown_words_has_no_candidates(bm25_memory: RobotMemory) -> None:
+    bm25_memory.learn("grip_force 12 N holds the mug")
+
+    found = bm25_memory._read(
+        lambda conn: search.jaccard_candidates(
+            conn, "zebra quokka axolotl", WHERE, {"p_collection": bm25_memory.collection}, 20, 0.7
+        )
+    )
+    assert found == []
