@@ -21,6 +21,14 @@ test: $(STAMP)
 web-demo: $(STAMP)
 	$(PY) -m robotmem.adapters.web.demo --db $(VENV)/web-demo.db
 
+bench: $(STAMP)
+	$(PY) -m benchmarks.run --plots
+	$(PY) benchmarks/mcp_startup.py
+	$(PY) benchmarks/soak.py
+
+bench-quick: $(STAMP)
+	$(PY) -m benchmarks.run --quick
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/ruff check src tests benchmarks
