@@ -366,3 +366,23 @@ def test_texts_differing_in_outcome_or_direction_are_distinct(memory: RobotMemor
     for first, second in pairs:
         assert memory.learn(first)["status"] == "created"
         assert memory.learn(second)["status"] == "created", second
+
+
+def test_spatial_sort_finds_the_nearest_beyond_the_text_pool_in_bm25_mode(bm25_memory: RobotMemory) -> None:
+    for i in range(120):
+        bm25_memory.learn(
+            f"push episode {i} moved the block",
+            context={"task": {"success": True}, "spatial": {"start": [float(i), 0.0, 0.0]}},
+        )
+    found = bm25_memory.recall(
+        "push episode block",
+        n=3,
+        context_filter={"task.success": True},
+        spatial_sort={"field": "spatial.start", "target": [117.2, 0.0, 0.0]},
+    )
+    assert [m["content"] for m in found["memories"]] == [
+        "push episode 117 moved the block",
+        "push episode 118 moved the block",
+        "push episode 116 moved the block",
+    ]
+    assert found["mode"] == "bm25_only"

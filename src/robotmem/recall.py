@@ -148,9 +148,10 @@ def run(
     pool_ids = list(fused)
     coords: dict[int, Any] = {}
     if plan.spatial is not None:
+        # Every memory passing the filters competes on distance, in every mode: the nearest are found,
+        # not only the nearest among the text matches that made the candidate pool.
         coords = search.coordinates(conn, plan.spatial.path, where, params)
-        if mode in ("hybrid", "vec_only", "filter_only"):
-            pool_ids += [m for m in coords if m not in fused]
+        pool_ids += [m for m in coords if m not in fused]
     if not plan.query:
         limit = None if plan.spatial else plan.n
         extra = search.select_ids(conn, where, params, newest_first=plan.order != "time", limit=limit)

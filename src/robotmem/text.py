@@ -7,12 +7,21 @@ their parts. FTS5 then indexes the space-joined tokens with its ``unicode61`` to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
-import rjieba
+
+@functools.cache
+def _segmenter() -> Any:
+    """Return the rjieba module, imported on the first CJK text (its dictionary takes ~250 ms to load)."""
+    import rjieba
+
+    return rjieba
+
 
 # CJK unified ideographs (+ extension A), kana and hangul are segmented by the dictionary.
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -116,10 +125,10 @@ def tokens(text: str, *, for_index: bool = False) -> list[str]:
     for match in _CJK_RUN.finditer(folded):
         out.extend(_latin_tokens(folded[position : match.start()], expand=True))
         run = match.group()
-        words = rjieba.cut(run)
+        words = _segmenter().cut(run)
         if for_index:
             known = set(words)
-            words = words + [word for word in rjieba.cut_for_search(run) if word not in known]
+            words = words + [word for word in _segmenter().cut_for_search(run) if word not in known]
         out.extend(word for word in words if word.strip())
         position = match.end()
     out.extend(_latin_tokens(folded[position:], expand=True))
@@ -159,7 +168,7 @@ def tokens_plain(text: str) -> list[str]:
     position = 0
     for match in _CJK_RUN.finditer(folded):
         out.extend(_WORD.findall(folded[position : match.start()]))
-        out.extend(word for word in rjieba.cut(match.group()) if word.strip())
+        out.extend(word for word in _segmenter().cut(match.group()) if word.strip())
         position = match.end()
     out.extend(_WORD.findall(folded[position:]))
     return out
