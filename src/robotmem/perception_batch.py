@@ -35,7 +35,10 @@ class PerceptionBatchMixin:
         is written, ``NotFoundError``/``ConflictError`` for an unknown or ended session, ``DatabaseError``.
         """
         owner: Any = self
-        prepared = [self._prepare_perception(owner, position, item) for position, item in enumerate(items)]
+        prepared = [
+            self._prepare_perception(owner, item, where=f"items[{position}].")
+            for position, item in enumerate(items)
+        ]
         vectors: list[Any] = [None] * len(prepared)
         index, _ = owner._vector_state()
         if index is not None and prepared:
@@ -46,53 +49,57 @@ class PerceptionBatchMixin:
                 log.warning("embedding failed, storing the perceptions without vectors: %s", exc)
 
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            results = []
             now = owner._now()
-            for p, vector in zip(prepared, vectors, strict=True):
-                session = owner._session_for_write(conn, p["session_id"])
-                memory_id = memories.insert(
-                    conn,
-                    memories.NewMemory(
-                        collection=p["collection"],
-                        type="perception",
-                        content=p["text"],
-                        content_hash=None,
-                        category="perception",
-                        confidence=p["found"].confidence,
-                        context={"source": "save_perception"},
-                        scope_files=p["found"].scope_files,
-                        scope_entities=p["found"].scope_entities,
-                        session_id=session,
-                        perception_type=p["perception_type"],
-                        tags=("perception", p["perception_type"], *p["found"].tags[1:]),
-                        index_body=index_text(p["text"]),
-                        created_at=now,
-                        data_json=p["data_json"],
-                        metadata_json=p["metadata_json"],
-                    ),
-                )
-                owner._store_vector(conn, memory_id, vector)
-                results.append(
-                    {
-                        "memory_id": memory_id,
-                        "perception_type": p["perception_type"],
-                        "collection": p["collection"],
-                        "has_embedding": vector is not None,
-                    }
-                )
-            return results
+            return [
+                self._insert_perception(owner, conn, p, vector, now)
+                for p, vector in zip(prepared, vectors, strict=True)
+            ]
 
         return owner._write(work)  # type: ignore[no-any-return]
 
     @staticmethod
-    def _prepare_perception(owner: Any, position: int, item: Mapping[str, Any]) -> dict[str, Any]:
+    def _insert_perception(
+        owner: Any, conn: sqlite3.Connection, p: dict[str, Any], vector: Any, now: str
+    ) -> dict[str, Any]:
+        """Insert one prepared perception with its vector; return the save_perception result."""
+        session = owner._session_for_write(conn, p["session_id"])
+        memory_id = memories.insert(
+            conn,
+            memories.NewMemory(
+                collection=p["collection"],
+                type="perception",
+                content=p["text"],
+                content_hash=None,
+                category="perception",
+                confidence=p["found"].confidence,
+                context={"source": "save_perception"},
+                scope_files=p["found"].scope_files,
+                scope_entities=p["found"].scope_entities,
+                session_id=session,
+                perception_type=p["perception_type"],
+                tags=("perception", p["perception_type"], *p["found"].tags[1:]),
+                index_body=index_text(p["text"]),
+                created_at=now,
+                data_json=p["data_json"],
+                metadata_json=p["metadata_json"],
+            ),
+        )
+        owner._store_vector(conn, memory_id, vector)
+        return {
+            "memory_id": memory_id,
+            "perception_type": p["perception_type"],
+            "collection": p["collection"],
+            "has_embedding": vector is not None,
+        }
+
+    @staticmethod
+    def _prepare_perception(owner: Any, item: Mapping[str, Any], *, where: str = "") -> dict[str, Any]:
+        """Validate one item of save_perception's parameters; errors are prefixed with ``where``."""
         if not isinstance(item, Mapping):
-            raise ValidationError(f"items[{position}]: expected an object, got {type(item).__name__}")
+            raise ValidationError(f"{where.rstrip('.')}: expected an object, got {type(item).__name__}")
         unknown = sorted(set(item) - set(_FIELDS))
         if unknown:
-            raise ValidationError(
-                f"items[{position}].{unknown[0]}: unknown field; expected one of {', '.join(_FIELDS)}"
-            )
+            raise ValidationError(f"{where}{unknown[0]}: unknown field; expected one of {', '.join(_FIELDS)}")
         try:
             args = validate_input(SavePerceptionInput, {key: item.get(key) for key in _FIELDS if key in item})
             text = parse_text(
@@ -102,7 +109,9 @@ class PerceptionBatchMixin:
             _, metadata_json = parse_payload("metadata", args.metadata, owner.settings.max_metadata_bytes)
             collection = owner._collection(args.collection)
         except ValidationError as exc:
-            raise ValidationError(f"items[{position}].{exc.message}") from None
+            if not where:
+                raise
+            raise ValidationError(f"{where}{exc.message}") from None
         return {
             "text": text,
             "perception_type": args.perception_type,

@@ -42,12 +42,10 @@ from robotmem.validation import (
     ForgetInput,
     LearnInput,
     RecallInput,
-    SavePerceptionInput,
     StartSessionInput,
     UpdateInput,
     parse_json_object,
     parse_name,
-    parse_payload,
     parse_text,
     validate_input,
 )
@@ -418,8 +416,8 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
 
         Repeated descriptions are stored again: a sensor stream is not a duplicate.
         """
-        args = validate_input(
-            SavePerceptionInput,
+        prepared = self._prepare_perception(
+            self,
             {
                 "description": description,
                 "perception_type": perception_type,
@@ -429,45 +427,10 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
                 "session_id": session_id,
             },
         )
-        text = parse_text(
-            "description", args.description, min_chars=5, max_chars=self.settings.max_description_chars
-        )
-        _, data_json = parse_payload("data", args.data, self.settings.max_data_bytes)
-        _, metadata_json = parse_payload("metadata", args.metadata, self.settings.max_metadata_bytes)
-        target = self._collection(args.collection)
-        found = classify(text, {})
-        vector, _ = self._embed(text, is_query=False)
+        vector, _ = self._embed(prepared["text"], is_query=False)
 
         def work(conn: sqlite3.Connection) -> JsonDict:
-            session = self._session_for_write(conn, args.session_id)
-            memory_id = memories.insert(
-                conn,
-                memories.NewMemory(
-                    collection=target,
-                    type="perception",
-                    content=text,
-                    content_hash=None,
-                    category="perception",
-                    confidence=found.confidence,
-                    context={"source": "save_perception"},
-                    scope_files=found.scope_files,
-                    scope_entities=found.scope_entities,
-                    session_id=session,
-                    perception_type=args.perception_type,
-                    tags=("perception", args.perception_type, *found.tags[1:]),
-                    index_body=index_text(text),
-                    created_at=self._now(),
-                    data_json=data_json,
-                    metadata_json=metadata_json,
-                ),
-            )
-            self._store_vector(conn, memory_id, vector)
-            return {
-                "memory_id": memory_id,
-                "perception_type": args.perception_type,
-                "collection": target,
-                "has_embedding": vector is not None,
-            }
+            return self._insert_perception(self, conn, prepared, vector, self._now())
 
         return self._write(work)  # type: ignore[no-any-return]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robotmem.records import Memory, Session
-from robotmem.store import memories
+from robotmem.store import memories, sessions
 
 # Categories that hold lessons drawn from a failure.
 FAILURE_CATEGORIES = ("root_cause", "postmortem", "gotcha")
@@ -175,24 +175,11 @@ def collection_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     ]
 
 
-def _session(row: Any) -> Session:
-    return Session(
-        id=row[0],
-        collection=row[1],
-        context=json.loads(row[2] or "{}"),
-        status=row[3],
-        created_at=row[4],
-        ended_at=row[5],
-        outcome_score=row[6],
-        summary=json.loads(row[7]) if row[7] else None,
-    )
-
-
 def _session_rows(
     conn: sqlite3.Connection, where: str, params: dict[str, Any], tail: str
 ) -> list[SessionRow]:
     rows = conn.execute(f"{_SESSION_SELECT} WHERE {where} {tail}", params)
-    return [SessionRow(_session(row), int(row[8]), int(row[9]), int(row[10])) for row in rows]
+    return [SessionRow(sessions.row_to_session(row), int(row[8]), int(row[9]), int(row[10])) for row in rows]
 
 
 def list_sessions(

@@ -15,7 +15,8 @@ _SELECT = (
 )
 
 
-def _row(row: Any) -> Session:
+def row_to_session(row: Any) -> Session:
+    """Return the ``Session`` of a row whose first eight columns are those of ``_SELECT``."""
     return Session(
         id=row[0],
         collection=row[1],
@@ -48,7 +49,7 @@ def get(conn: sqlite3.Connection, session_id: str) -> Session:
     row = conn.execute(_SELECT + " WHERE s.id = :id", {"id": session_id}).fetchone()
     if row is None:
         raise NotFoundError(f"session_id {session_id!r}: no session with this id")
-    return _row(row)
+    return row_to_session(row)
 
 
 def get_active(conn: sqlite3.Connection, session_id: str) -> Session:
