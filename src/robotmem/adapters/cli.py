@@ -46,11 +46,13 @@ QUICK_START_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
-def _print(value: Any) -> None:
+def print_json(value: Any) -> None:
+    """Print a result as indented JSON on stdout (the output of every command)."""
     print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
 
-def _open(args: argparse.Namespace) -> RobotMemory:
+def open_memory(args: argparse.Namespace) -> RobotMemory:
+    """Return the RobotMemory the common options (--db, --collection, --embed-backend) select."""
     settings = load_settings(os.environ)
     return RobotMemory(
         getattr(args, "db", None),
@@ -74,21 +76,23 @@ def _demo(args: argparse.Namespace) -> int:
                 result = getattr(mem, operation)(**kwargs)
                 if operation == "start_session":
                     session = result
-                _print(result)
+                print_json(result)
                 print()
             print("# end_session: summarise, consolidate, and find related experience")
             print(f">>> end_session(session_id={session['session_id']!r})")
-            _print(mem.end_session(session_id=session["session_id"]))
+            print_json(mem.end_session(session_id=session["session_id"]))
             print("\n# doctor: search mode and index health")
             report = mem.doctor()
-            _print({"search_mode": report["search_mode"], "embedder": report["embedder"], "ok": report["ok"]})
+            print_json(
+                {"search_mode": report["search_mode"], "embedder": report["embedder"], "ok": report["ok"]}
+            )
     return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
+    with open_memory(args) as mem:
         report = mem.doctor()
-    _print(report)
+    print_json(report)
     return 0 if report["ok"] else 1
 
 
@@ -99,8 +103,8 @@ def _operation(name: str) -> Callable[[argparse.Namespace], int]:
             for key, value in vars(args).items()
             if key in _OPERATION_FIELDS[name] and value is not None
         }
-        with _open(args) as mem:
-            _print(getattr(mem, name)(**fields))
+        with open_memory(args) as mem:
+            print_json(getattr(mem, name)(**fields))
         return 0
 
     return run

@@ -3,44 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from typing import Any
 
-from robotmem import RobotMemory
-from robotmem.config import load_settings
-
-
-def _print(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
-
-
-def _open(args: argparse.Namespace) -> RobotMemory:
-    return RobotMemory(
-        getattr(args, "db", None),
-        getattr(args, "collection", None),
-        getattr(args, "embed_backend", None),
-        settings=load_settings(os.environ),
-    )
+from robotmem.adapters.cli import open_memory, print_json
 
 
 def _repair(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
+    with open_memory(args) as mem:
         result = mem.repair()
-    _print(result)
+    print_json(result)
     return 0 if result["ok"] else 1
 
 
 def _check(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
+    with open_memory(args) as mem:
         report = mem.integrity_report()
-    _print(report)
+    print_json(report)
     return 0 if report["ok"] else 1
 
 
 def _backup(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
-        _print(mem.backup(args.path))
+    with open_memory(args) as mem:
+        print_json(mem.backup(args.path))
     return 0
 
 
@@ -50,11 +34,11 @@ def _doctor_with_repair(plain_doctor: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         if not getattr(args, "repair", False):
             return int(plain_doctor(args))
-        with _open(args) as mem:
+        with open_memory(args) as mem:
             repaired = mem.repair()
             report = mem.doctor()
         report["repair"] = repaired
-        _print(report)
+        print_json(report)
         return 0 if repaired["ok"] and report["ok"] else 1
 
     return run

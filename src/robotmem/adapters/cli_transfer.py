@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-from robotmem.adapters.cli import _open, _print
+from robotmem.adapters.cli import open_memory, print_json
 
 
 class ProgressBars:
@@ -44,7 +44,7 @@ class ProgressBars:
 def _with_bars(args: argparse.Namespace, run: Any) -> dict[str, Any]:
     bars = ProgressBars(enabled=not args.no_progress)
     try:
-        with _open(args) as mem:
+        with open_memory(args) as mem:
             result: dict[str, Any] = run(mem, bars)
     finally:
         bars.close()
@@ -53,7 +53,7 @@ def _with_bars(args: argparse.Namespace, run: Any) -> dict[str, Any]:
 
 def _backfill(args: argparse.Namespace) -> int:
     result = _with_bars(args, lambda mem, bars: mem.backfill(batch_size=args.batch_size, progress=bars))
-    _print(result)
+    print_json(result)
     if result["status"] != "complete":
         print(f"Error: backfill {result['status']}: {result['reason']}", file=sys.stderr)
         return 1
@@ -61,18 +61,18 @@ def _backfill(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    _print(_with_bars(args, lambda mem, bars: mem.reindex(batch_size=args.batch_size, progress=bars)))
+    print_json(_with_bars(args, lambda mem, bars: mem.reindex(batch_size=args.batch_size, progress=bars)))
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
-        _print(mem.embedding_status())
+    with open_memory(args) as mem:
+        print_json(mem.embedding_status())
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    _print(
+    print_json(
         _with_bars(
             args,
             lambda mem, bars: mem.export_memories(
@@ -84,7 +84,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    _print(
+    print_json(
         _with_bars(
             args,
             lambda mem, bars: mem.import_memories(
