@@ -1,8 +1,10 @@
-"""The recall pipeline: filters compiled to SQL, BM25 and vector candidates, RRF, weighting, spatial order.
+"""The recall pipeline: filters, BM25 and vector candidates, RRF, weighting, spatial order.
 
-Filters are part of every candidate query, so a candidate-pool limit never hides a memory that passes
-them: BM25 ranks only passing rows, and the vector channel walks the whole cosine order until it has
-``depth`` passing rows or runs out.
+Filters apply before any candidate limit, so a limit never hides a memory that passes them: BM25
+ranks only passing rows, and the vector channel ranks only passing vectors. With a ``RecallMirror``
+(the service always passes one) the filters are a numpy mask by memory id and BM25 is scored from the
+mirrored postings, with the same formula as FTS5; without one, the filters are compiled into the SQL
+of each channel. Both give the same candidates (``tests/test_recall_mirror.py`` checks it).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from robotmem.ranking import fuse_rrf
 from robotmem.records import Hit
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store import memories, search
+from robotmem.store.mirror import BoolArray, RecallMirror
 from robotmem.store.vectors import MirroredIndex
-from robotmem.text import fts_query
+from robotmem.text import fts_query, query_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,38 @@ def _vector_candidates(
     return found[:depth]
 
 
+def _top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
+    """Return up to ``depth`` of ``ids`` by score, best first (ties by smaller id)."""
+    if len(ids) > depth:
+        head = np.argpartition(-scores, depth - 1)[:depth]
+        ids, scores = ids[head], scores[head]
+    order = np.lexsort((ids, -scores))
+    return [int(m) for m in ids[order]]
+
+
+def _masked_text(mirror: RecallMirror, query: str, allowed: BoolArray, depth: int) -> list[int] | None:
+    """BM25 candidates from the mirror, or None when FTS5 must answer (a token FTS5 splits)."""
+    scored = mirror.bm25(query_tokens(query))
+    if scored is None:
+        return None
+    scores, matched = scored
+    size = min(len(matched), len(allowed))
+    ids = np.flatnonzero(matched[:size] & allowed[:size])
+    return _top(ids, scores[ids], depth)
+
+
+def _masked_vectors(
+    index: MirroredIndex, query_vector: np.ndarray, allowed: BoolArray, depth: int
+) -> list[int]:
+    ids, scores = index.index.similarities(query_vector)
+    # A vector written after this snapshot has an id the mask does not know yet: not allowed.
+    known = ids < len(allowed)
+    passing = np.zeros(len(ids), dtype=np.bool_)
+    passing[known] = allowed[ids[known]]
+    rows = np.flatnonzero(passing)
+    return _top(ids[rows], scores[rows], depth)
+
+
 def run(
     conn: sqlite3.Connection,
     plan: RecallPlan,
@@ -115,9 +150,25 @@ def run(
     *,
     index: MirroredIndex | None,
     query_vector: np.ndarray | None,
+    mirror: RecallMirror | None = None,
 ) -> RecallOutcome:
-    """Return the hits for ``plan``. ``index``/``query_vector`` are None when vector search cannot run."""
+    """Return the hits for ``plan``. ``index``/``query_vector`` are None when vector search cannot run.
+
+    ``mirror`` (synced here, inside the caller's read transaction) makes the filters a mask and BM25 a
+    numpy computation; without it every channel queries SQLite.
+    """
     where, params = predicate(plan)
+    allowed: BoolArray | None = None
+    if mirror is not None:
+        mirror.sync(conn)
+        allowed = mirror.allowed(
+            conn,
+            collection=plan.collection,
+            min_confidence=plan.min_confidence,
+            session_id=plan.session_id,
+            exclude_session=plan.exclude_session,
+            filter=plan.filter,
+        )
     depth = max(tuning.depth, plan.n)
     # A channel weighted 0 cannot change the order, so it does not run (and ``mode`` says so).
     match = fts_query(plan.query) if plan.query and tuning.bm25_weight > 0 else None
@@ -131,11 +182,18 @@ def run(
     else:
         mode = "bm25_only"
 
-    text_ranked = [m for m, _ in search.search_fts(conn, match, where, params, depth)] if match else []
+    text_ranked: list[int] | None = None
+    if match and mirror is not None and allowed is not None:
+        text_ranked = _masked_text(mirror, plan.query, allowed, depth)
+    if text_ranked is None:
+        text_ranked = [m for m, _ in search.search_fts(conn, match, where, params, depth)] if match else []
     vector_ranked: list[int] = []
     if use_vectors:
         assert index is not None and query_vector is not None
-        vector_ranked = _vector_candidates(conn, index, query_vector, where, params, depth)
+        if allowed is not None:
+            vector_ranked = _masked_vectors(index, query_vector, allowed, depth)
+        else:
+            vector_ranked = _vector_candidates(conn, index, query_vector, where, params, depth)
     fused = fuse_rrf(
         [text_ranked, vector_ranked], k=tuning.rrf_k, weights=[tuning.bm25_weight, tuning.vector_weight]
     )
@@ -160,7 +218,7 @@ def run(
     # ranking by relevance needs just the real-world flag, and records of the chosen few.
     needs_records = plan.order == "time" or not plan.query
     records = memories.fetch(conn, pool_ids) if needs_records else {}
-    real = search.real_world(conn, pool_ids)
+    real = mirror.real_world(pool_ids) if mirror is not None else search.real_world(conn, pool_ids)
     scores: dict[int, float] = {}
     for memory_id in pool_ids:
         if needs_records and memory_id not in records:

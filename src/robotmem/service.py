@@ -35,6 +35,7 @@ from robotmem.store import vectors as vector_store
 from robotmem.store.access import AccessRecorder
 from robotmem.store.connection import open_database, read, write
 from robotmem.store.migrations import SCHEMA_VERSION, migrate
+from robotmem.store.mirror import RecallMirror
 from robotmem.text import content_hash, fts_query, index_text
 from robotmem.transfer import TransferMixin
 from robotmem.validation import (
@@ -97,6 +98,8 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         migrate(self._conn, self.path)
         self._embedder = embedder
         self._index: vector_store.MirroredIndex | None = None
+        # Record columns, filter masks and BM25 postings recall reads (synced inside each recall).
+        self._mirror = RecallMirror()
         self._current_session: str | None = None
         self._access = AccessRecorder(self.path, self._now, busy_timeout_ms=self.settings.busy_timeout_ms)
         self._closed = False
@@ -146,8 +149,9 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         return self._embedder
 
     def warm_up(self) -> None:
-        """Load the embedder and the vector index now instead of on first use."""
+        """Load the embedder, the vector index and the recall mirror now instead of on first use."""
         self._vector_state()
+        self._read(self._mirror.sync)
 
     def _vector_state(self) -> tuple[vector_store.MirroredIndex | None, str]:
         """Return the synced index when vector search can run, else None and the reason."""
@@ -397,7 +401,9 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
     def _run_recall(self, plan: recall_pipeline.RecallPlan) -> recall_pipeline.RecallOutcome:
         vector, index = self._embed(plan.query, is_query=True) if plan.query else (None, None)
         outcome: recall_pipeline.RecallOutcome = self._read(
-            lambda conn: recall_pipeline.run(conn, plan, self._tuning(), index=index, query_vector=vector)
+            lambda conn: recall_pipeline.run(
+                conn, plan, self._tuning(), index=index, query_vector=vector, mirror=self._mirror
+            )
         )
         if outcome.hits:
             self._access.record(hit.memory.id for hit in outcome.hits)
@@ -625,6 +631,7 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         self._access.close()
         with self._lock:
             self._conn.close()
+        self._mirror.close()
         while True:
             try:
                 self._idle_readers.get_nowait().close()

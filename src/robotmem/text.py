@@ -146,14 +146,19 @@ def fts_query(query: str) -> str | None:
     Every token is double-quoted, so FTS5 operators typed by a user (``NEAR``, ``AND``, ``*``,
     ``:``, ``-``, parentheses) are searched as words instead of being parsed as syntax.
     """
+    words = query_tokens(query)
+    if not words:
+        return None
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in words)
+
+
+def query_tokens(query: str) -> list[str]:
+    """Return the distinct tokens of ``query`` that are not stopwords, in order (the words of ``fts_query``)."""
     seen: dict[str, None] = {}
     for token in tokens(query):
-        if token in STOPWORDS or token in seen:
-            continue
-        seen[token] = None
-    if not seen:
-        return None
-    return " OR ".join('"' + token.replace('"', '""') + '"' for token in seen)
+        if token not in STOPWORDS:
+            seen.setdefault(token, None)
+    return list(seen)
 
 
 def word_set(text: str) -> frozenset[str]:

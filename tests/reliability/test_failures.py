@@ -89,6 +89,18 @@ def _assert_clean_cli_error(result: subprocess.CompletedProcess[str], *words: st
 # ---- disk full -------------------------------------------------------------------------------------
 
 
+def _fill(path: Path) -> None:
+    """Write ``path`` until the file system has no room left."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def test_disk_full_is_a_database_error_and_writes_nothing(small_disk: Path) -> None:
     mem = _open(small_disk / "memory.db")
     try:
@@ -100,8 +112,10 @@ def test_disk_full_is_a_database_error_and_writes_nothing(small_disk: Path) -> N
         assert "nothing was written" in caught.value.message
         counts = table_counts(mem)
         assert counts["memories"] == counts["perception_payloads"] == stored > 0
+        # A later write that needs more room than the rolled-back one left in the WAL fails the same way.
+        # (A smaller one may fit in those reusable WAL frames and succeed; that is not a loss.)
         with pytest.raises(DatabaseError, match="disk is full"):
-            mem.learn("a small fact after the disk filled: grip_force=3N")
+            mem.save_perception("one more frame after the disk filled", data="y" * 200_000)
         assert table_counts(mem) == counts
         report = mem.integrity_report()
         assert report["ok"], report
@@ -112,9 +126,11 @@ def test_disk_full_is_a_database_error_and_writes_nothing(small_disk: Path) -> N
 
 def test_disk_full_reaches_the_cli_as_an_error_line(small_disk: Path) -> None:
     db = small_disk / "memory.db"
-    with _open(db) as mem, pytest.raises(DatabaseError):
-        for i in range(100):
-            mem.save_perception(f"camera frame {i}", data="y" * 60_000)
+    with _open(db) as mem:
+        mem.learn("grip_force=2N held the sponge")
+    # Take every free block; a write then cannot even grow the WAL (it may reuse one left on disk).
+    (small_disk / "memory.db-wal").unlink(missing_ok=True)
+    _fill(small_disk / "filler")
     result = _cli("learn", "grip_force=4N slipped on glass", "--db", str(db), env_home=small_disk)
     _assert_clean_cli_error(result, "disk is full")
 

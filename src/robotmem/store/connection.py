@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
 import sqlite3
 import time
@@ -24,7 +25,7 @@ def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError:
     lowered = text.lower()
     if "readonly" in lowered or "read-only" in lowered:
         hint = "the database file or its directory is read-only; fix the permissions or use another --db"
-    elif "disk is full" in lowered or "database or disk is full" in lowered:
+    elif "disk is full" in lowered or ("disk i/o error" in lowered and _no_room(path)):
         hint = "the disk is full; free space and retry (nothing was written)"
     elif "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
         hint = "the file is not a valid robotmem database; restore a backup or run `robotmem doctor --repair`"
@@ -35,6 +36,15 @@ def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError:
     else:
         hint = "SQLite reported an error"
     return DatabaseError(f"database {path}: {hint} (sqlite: {text})")
+
+
+def _no_room(path: Path | str) -> bool:
+    """Whether the file system holding ``path`` has no free block (SQLite may report an I/O error then)."""
+    try:
+        stats = os.statvfs(Path(path).parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 65536
 
 
 def is_locked(exc: sqlite3.Error) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from robotmem.store import vectors
 from robotmem.store.migrations import FTS_TOKENIZER
+from robotmem.store.mirror import bump_fts_epoch
 from robotmem.text import index_text
 
 # Each check is a name, the SQL that lists offending ids (at most ``:limit``) and the SQL counting them.
@@ -189,6 +190,7 @@ def rebuild_fts(conn: sqlite3.Connection) -> int:
     """
     conn.execute("DROP TABLE IF EXISTS memories_fts")
     conn.execute(f'CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize = "{FTS_TOKENIZER}")')
+    bump_fts_epoch(conn)
     count = 0
     batch: list[dict[str, Any]] = []
     insert = "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)"

@@ -131,7 +131,41 @@ def _migrate_v2(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2)
+# Columns whose change can alter what a recall returns: every column but the access bookkeeping
+# (``access_count``, ``last_accessed``, rewritten by every recall) and ``embedding_model`` (vectors
+# carry their own ``seq``).
+_TRACKED = (
+    "collection, type, content, human_summary, content_hash, category, confidence, "
+    "context, scope_files, scope_entities, session_id, perception_type, status, superseded_by, merged_ids, "
+    "invalidated_reason, created_at, updated_at, uid"
+)
+_LOG_CHANGE = (
+    "INSERT OR REPLACE INTO memory_changes (memory_id, seq) "
+    "VALUES ({}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_changes))"
+)
+
+
+def _migrate_v3(conn: sqlite3.Connection) -> None:
+    """``memory_changes``: the last change ``seq`` of every memory, kept by triggers.
+
+    An in-process mirror of the recall columns (``store.mirror``) reads the rows above the last ``seq``
+    it saw, so it follows every writer (this process, another process, the CLI) without reloading.
+    One row per memory: the table stays as large as ``memories``, not as long as its history.
+    """
+    conn.execute("CREATE TABLE memory_changes (memory_id INTEGER PRIMARY KEY, seq INTEGER NOT NULL)")
+    conn.execute("CREATE INDEX idx_memory_changes_seq ON memory_changes(seq)")
+    triggers = {
+        "memories_logged_insert": ("AFTER INSERT ON memories", "NEW.id"),
+        "memories_logged_update": (f"AFTER UPDATE OF {_TRACKED} ON memories", "NEW.id"),
+        "memories_logged_delete": ("AFTER DELETE ON memories", "OLD.id"),
+        "memory_tags_logged_insert": ("AFTER INSERT ON memory_tags", "NEW.memory_id"),
+        "memory_tags_logged_delete": ("AFTER DELETE ON memory_tags", "OLD.memory_id"),
+    }
+    for name, (event, memory_id) in triggers.items():
+        conn.execute(f"CREATE TRIGGER {name} {event} BEGIN {_LOG_CHANGE.format(memory_id)}; END")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2, _migrate_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

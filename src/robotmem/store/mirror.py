@@ -1,0 +1,308 @@
+"""An in-process mirror of what recall reads, kept in step with the file through ``memory_changes``.
+
+Recall used to ask SQLite, per query, for the rows that pass the filters (``json_extract`` on every
+candidate) and for BM25 over every row sharing a query word. Both grow with the database: about
+90 ms per query at 100k memories. The mirror keeps instead, per memory id,
+
+* the record columns every recall filters on (active, collection, confidence, session) and the
+  real-world flag of the ranking, as numpy arrays;
+* the pass/fail mask of every filter condition used recently, computed once by the same SQL the
+  filter compiles to (so the semantics are SQLite's, not a re-implementation) and then only
+  re-evaluated for memories that change;
+* the BM25 postings of the FTS index (``robotmem.lexical``), with the terms FTS5 itself produced.
+
+Every write to ``memories`` or ``memory_tags`` records the memory in ``memory_changes`` (triggers of
+schema version 3), so a sync reads only what changed since the last one — from this process or any
+other. ``rebuild_fts`` bumps ``meta.fts_epoch``, which makes the next sync reload everything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from robotmem.filters import All, Any_, Condition, Node, Not, to_sql
+from robotmem.lexical import FloatArray, LexicalIndex
+from robotmem.store.migrations import FTS_TOKENIZER
+
+BoolArray = npt.NDArray[np.bool_]
+
+_ROWS = (
+    "SELECT id, collection, status = 'active', confidence, session_id, "
+    "json_extract(context, '$.env.sim_or_real') = 'real' FROM memories"
+)
+# Conditions on fields that change without a logged write (every recall bumps ``access_count``)
+# are evaluated afresh each time instead of being cached.
+_VOLATILE = frozenset({"access_count"})
+_MAX_CACHED_CONDITIONS = 32
+_CHUNK = 900
+
+
+def _chunks(ids: Sequence[int]) -> Iterable[tuple[str, dict[str, int]]]:
+    for start in range(0, len(ids), _CHUNK):
+        keyed = {f"id{i}": memory_id for i, memory_id in enumerate(ids[start : start + _CHUNK])}
+        yield ",".join(":" + key for key in keyed), keyed
+
+
+class Stemmer:
+    """FTS5's own tokenizer, asked through an in-memory FTS5 table: token → the terms FTS5 indexes."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self._conn.execute(f'CREATE VIRTUAL TABLE probe USING fts5(body, tokenize = "{FTS_TOKENIZER}")')
+        self._conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, 'instance')")
+        self._known: dict[str, tuple[str, ...]] = {}
+        self._guard = threading.Lock()
+
+    def terms(self, tokens: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """Return token → its FTS5 terms for every token of ``tokens``."""
+        wanted = set(tokens)
+        with self._guard:
+            unknown = [t for t in wanted if t not in self._known]
+            if unknown:
+                self._resolve(unknown)
+            return {t: self._known[t] for t in wanted}
+
+    def _resolve(self, tokens: list[str]) -> None:
+        if len(self._known) > 1_000_000:
+            self._known.clear()
+        found: dict[int, list[str]] = {i: [] for i in range(len(tokens))}
+        with self._conn:
+            self._conn.executemany("INSERT INTO probe (rowid, body) VALUES (?, ?)", enumerate(tokens))
+            for term, doc in self._conn.execute("SELECT term, doc FROM probe_terms ORDER BY doc, offset"):
+                found[doc].append(term)
+            self._conn.execute("DELETE FROM probe")
+        for i, token in enumerate(tokens):
+            self._known[token] = tuple(found[i])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class RecallMirror:
+    """Record columns, cached condition masks and BM25 postings of one database, by memory id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._stemmer = Stemmer()
+        self.lexical = LexicalIndex()
+        self._seen = -1
+        self._epoch: str | None = None
+        self._collections: dict[str, int] = {}
+        self._sessions: dict[str, int] = {}
+        # Cached condition masks: key → (sql, params, mask by memory id).
+        self._conditions: OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any], BoolArray]] = OrderedDict()
+        self._allocate(0)
+
+    # ---- keeping in step ---------------------------------------------------------------------
+
+    def _allocate(self, size: int) -> None:
+        self._active: BoolArray = np.zeros(size, dtype=np.bool_)
+        self._collection = np.full(size, -1, dtype=np.int32)
+        self._confidence: FloatArray = np.zeros(size, dtype=np.float64)
+        self._session = np.full(size, -1, dtype=np.int32)
+        self._real: BoolArray = np.zeros(size, dtype=np.bool_)
+
+    @property
+    def capacity(self) -> int:
+        """One more than the largest memory id the arrays can hold."""
+        return len(self._active)
+
+    def _reserve(self, memory_id: int) -> None:
+        size = self.capacity
+        if memory_id < size:
+            return
+        grown = max(1024, memory_id + 1, 2 * size)
+
+        def pad(array: npt.NDArray[Any], fill: Any) -> npt.NDArray[Any]:
+            return np.concatenate([array, np.full(grown - size, fill, dtype=array.dtype)])
+
+        self._active, self._real = pad(self._active, False), pad(self._real, False)
+        self._collection, self._session = pad(self._collection, -1), pad(self._session, -1)
+        self._confidence = pad(self._confidence, 0.0)
+        for key, (sql, params, mask) in self._conditions.items():
+            self._conditions[key] = (sql, params, pad(mask, False))
+
+    def sync(self, conn: sqlite3.Connection) -> None:
+        """Apply every change committed since the last sync (call inside the reading transaction)."""
+        with self._lock:
+            epoch_row = conn.execute("SELECT value FROM meta WHERE key = 'fts_epoch'").fetchone()
+            epoch = str(epoch_row[0]) if epoch_row else "0"
+            head = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_changes").fetchone()[0])
+            if self._seen < 0 or epoch != self._epoch:
+                self._load(conn)
+            elif head != self._seen:
+                changed = [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT memory_id FROM memory_changes WHERE seq > :seen", {"seen": self._seen}
+                    )
+                ]
+                if len(changed) > max(2048, self.lexical.documents // 8):
+                    self._load(conn)
+                else:
+                    self._apply(conn, changed)
+            self._seen, self._epoch = head, epoch
+
+    def _set_rows(self, rows: Iterable[Sequence[Any]]) -> None:
+        for memory_id, collection, active, confidence, session, real in rows:
+            self._reserve(memory_id)
+            code = self._collections.setdefault(collection, len(self._collections))
+            self._collection[memory_id] = code
+            self._active[memory_id] = bool(active)
+            self._confidence[memory_id] = float(confidence)
+            if session is None:
+                self._session[memory_id] = -1
+            else:
+                self._session[memory_id] = self._sessions.setdefault(session, len(self._sessions))
+            self._real[memory_id] = bool(real)
+
+    def _load(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute(_ROWS).fetchall()
+        self._allocate(0)
+        self._conditions.clear()
+        self._reserve(max((r[0] for r in rows), default=0))
+        self._set_rows(rows)
+        self.lexical.build(self._documents(conn.execute("SELECT rowid, body FROM memories_fts").fetchall()))
+
+    def _documents(self, bodies: Sequence[tuple[int, str]]) -> Iterable[tuple[int, list[str]]]:
+        """Yield ``(id, terms)`` for FTS bodies, asking the stemmer once per batch of new tokens."""
+        for start in range(0, len(bodies), 4096):
+            batch = [(int(doc), (body or "").split()) for doc, body in bodies[start : start + 4096]]
+            terms = self._stemmer.terms(t for _, tokens in batch for t in tokens)
+            single = {t: found[0] for t, found in terms.items() if len(found) == 1}
+            for doc, tokens in batch:
+                if all(t in single for t in tokens):
+                    yield doc, [single[t] for t in tokens]
+                else:
+                    yield doc, [term for t in tokens for term in terms[t]]
+
+    def _apply(self, conn: sqlite3.Connection, changed: Sequence[int]) -> None:
+        for memory_id in changed:
+            if memory_id < self.capacity:
+                self._active[memory_id] = False
+                self._real[memory_id] = False
+        bodies: list[tuple[int, str]] = []
+        for marks, keyed in _chunks(changed):
+            self._set_rows(conn.execute(f"{_ROWS} WHERE id IN ({marks})", keyed).fetchall())
+            bodies += conn.execute(
+                f"SELECT rowid, body FROM memories_fts WHERE rowid IN ({marks})", keyed
+            ).fetchall()
+        for memory_id in changed:
+            self.lexical.remove(memory_id)
+        for doc, terms in self._documents(bodies):
+            self.lexical.add(doc, terms)
+        if self.lexical.needs_merge():
+            self.lexical.merge()
+        for sql, params, mask in self._conditions.values():
+            passed = self._passing(conn, sql, params, changed)
+            for memory_id in changed:
+                if memory_id < len(mask):
+                    mask[memory_id] = memory_id in passed
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _passing(
+        conn: sqlite3.Connection, sql: str, params: dict[str, Any], ids: Sequence[int] | None
+    ) -> set[int]:
+        if ids is None:
+            return {int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)}
+        found: set[int] = set()
+        for marks, keyed in _chunks(ids):
+            query = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {sql}"
+            found.update(int(r[0]) for r in conn.execute(query, {**params, **keyed}))
+        return found
+
+    def _condition(self, conn: sqlite3.Connection, node: Condition) -> BoolArray:
+        sql, params = to_sql(node, prefix="c")
+        key = (sql, tuple(sorted((name, type(v).__name__, v) for name, v in params.items())))
+        cached = self._conditions.get(key)
+        if cached is not None:
+            self._conditions.move_to_end(key)
+            return cached[2]
+        mask = np.zeros(self.capacity, dtype=np.bool_)
+        passed = [m for m in self._passing(conn, sql, params, None) if m < self.capacity]
+        mask[passed] = True
+        if node.path[0] not in _VOLATILE:
+            self._conditions[key] = (sql, params, mask)
+            if len(self._conditions) > _MAX_CACHED_CONDITIONS:
+                self._conditions.popitem(last=False)
+        return mask
+
+    def _filter(self, conn: sqlite3.Connection, node: Node) -> BoolArray:
+        # SQL's NULL fails AND/OR exactly like False, and ``Not`` compiles to NOT COALESCE(.., 0),
+        # so boolean masks (NULL → False) pass the same rows as the SQL predicate.
+        if isinstance(node, All):
+            out = np.ones(self.capacity, dtype=np.bool_)
+            for part in node.parts:
+                out &= self._filter(conn, part)
+            return out
+        if isinstance(node, Any_):
+            out = np.zeros(self.capacity, dtype=np.bool_)
+            for part in node.parts:
+                out |= self._filter(conn, part)
+            return out
+        if isinstance(node, Not):
+            return ~self._filter(conn, node.part)
+        return self._condition(conn, node)
+
+    def allowed(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        collection: str,
+        min_confidence: float,
+        session_id: str | None = None,
+        exclude_session: str | None = None,
+        filter: Node | None = None,
+    ) -> BoolArray:
+        """Return the mask (by memory id) of the memories a recall with these conditions may return."""
+        with self._lock:
+            code = self._collections.get(collection)
+            if code is None:
+                return np.zeros(self.capacity, dtype=np.bool_)
+            mask: BoolArray = self._active & (self._collection == code) & (self._confidence >= min_confidence)
+            if session_id is not None:
+                wanted = self._sessions.get(session_id)
+                if wanted is None:
+                    return np.zeros(self.capacity, dtype=np.bool_)
+                mask &= self._session == wanted
+            if exclude_session is not None and (skip := self._sessions.get(exclude_session)) is not None:
+                mask &= self._session != skip
+            if filter is not None:
+                mask &= self._filter(conn, filter)
+            return mask
+
+    def real_world(self, ids: Iterable[int]) -> set[int]:
+        """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
+        with self._lock:
+            return {m for m in ids if 0 <= m < self.capacity and self._real[m]}
+
+    def bm25(self, tokens: Sequence[str]) -> tuple[FloatArray, BoolArray] | None:
+        """Return FTS5 BM25 ``(scores, matched)`` by id for the OR of the quoted ``tokens``.
+
+        None when a token is not one FTS5 term (FTS5 would treat it as a phrase): use FTS5 then.
+        """
+        with self._lock:
+            terms = self._stemmer.terms(tokens)
+            if any(len(terms[t]) != 1 for t in tokens):
+                return None
+            return self.lexical.score([terms[t][0] for t in tokens])
+
+    def close(self) -> None:
+        self._stemmer.close()
+
+
+def bump_fts_epoch(conn: sqlite3.Connection) -> None:
+    """Record that the FTS index was rebuilt, so every mirror reloads on its next sync."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('fts_epoch', '1') "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+    )

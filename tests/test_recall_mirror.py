@@ -1,0 +1,282 @@
+"""The recall mirror gives what SQLite gives: FTS5's BM25 scores, the SQL filter's rows, every writer's changes."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robotmem import RobotMemory
+from robotmem.config import Settings
+from robotmem.filters import parse_filter
+from robotmem.lexical import LexicalIndex
+from robotmem.recall import (
+    RecallPlan,
+    Tuning,
+    _masked_text,
+    _masked_vectors,
+    _vector_candidates,
+    predicate,
+    run,
+)
+from robotmem.store import search
+from robotmem.store.connection import open_database
+from robotmem.store.mirror import RecallMirror
+from robotmem.text import fts_query, query_tokens
+
+OBJECTS = ["mug", "paper cup", "glass bottle", "sponge", "banana", "cardboard box", "tennis ball"]
+SURFACES = ["wet", "glossy", "rough", "dusty"]
+CHINESE = ["机器人抓取杯子时打滑", "夹爪力度太大压坏了纸杯", "湿滑表面需要更大的抓取力", "推动方块到目标位置"]
+
+
+def _fill(mem: RobotMemory, count: int, seed: int) -> None:
+    rng = random.Random(seed)
+    for i in range(count):
+        thing = rng.choice(OBJECTS)
+        force = round(rng.uniform(1, 30), 1)
+        text = (
+            f"grip_force={force}N on the {thing}, {rng.choice(SURFACES)} surface, "
+            f"{'grasped' if rng.random() < 0.6 else 'slipped'} after {rng.randint(1, 9)} tries #{i}"
+        )
+        if rng.random() < 0.2:
+            text = rng.choice(CHINESE) + f" 第{i}次"
+        context: dict[str, Any] = {
+            "params": {"grip_force": {"value": force, "unit": "N"}},
+            "task": {"success": rng.random() < 0.6, "name": rng.choice(["grasp", "push", "place"])},
+            "robot": {"id": rng.choice(["franka-01", "franka-02", "ur5-01"])},
+            "env": {"sim_or_real": rng.choice(["sim", "sim", "real"])},
+            "spatial": {"object_position": [rng.uniform(0, 2), rng.uniform(0, 1), 0.4]},
+        }
+        if rng.random() < 0.3:
+            context["labels"] = rng.sample(["fragile", "heavy", "wet", "soft"], k=2)
+        collection = rng.choice(["manipulation", "manipulation", "navigation"])
+        if rng.random() < 0.15:
+            mem.save_perception(text, perception_type="tactile", metadata=context, collection=collection)
+        else:
+            mem.learn(text, context=context, collection=collection)
+
+
+@pytest.fixture
+def filled(tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
+    mem = RobotMemory(tmp_path / "mirror.db", settings=settings, embed_backend="hash")
+    _fill(mem, 160, seed=3)
+    yield mem
+    mem.close()
+
+
+def _fts_scores(conn: sqlite3.Connection, query: str) -> dict[int, float]:
+    match = fts_query(query)
+    if match is None:
+        return {}
+    sql = "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH :m"
+    return {int(r): float(s) for r, s in conn.execute(sql, {"m": match})}
+
+
+def _mirror_scores(mirror: RecallMirror, query: str) -> dict[int, float]:
+    scored = mirror.bm25(query_tokens(query))
+    assert scored is not None
+    scores, matched = scored
+    return {int(m): float(scores[m]) for m in np.flatnonzero(matched)}
+
+
+QUERIES = [
+    "grip force for the mug",
+    "why did the paper cup slip",
+    "slipped slipping slips",  # three words, one porter stem: FTS5 counts it three times
+    "wet glossy surface grasped",
+    "打滑 杯子",
+    "抓取力",
+    "tries 3",
+    "nothing like this exists",
+]
+
+
+def _assert_same_bm25(conn: sqlite3.Connection, mirror: RecallMirror) -> None:
+    for query in QUERIES:
+        expected = _fts_scores(conn, query)
+        got = _mirror_scores(mirror, query)
+        assert got.keys() == expected.keys(), query
+        for memory_id, score in expected.items():
+            assert got[memory_id] == pytest.approx(score, rel=1e-9, abs=1e-12), (query, memory_id)
+
+
+def test_bm25_scores_equal_fts5_after_build_and_after_every_kind_of_change(filled: RobotMemory) -> None:
+    conn = open_database(filled.path)
+    mirror = RecallMirror()
+    try:
+        mirror.sync(conn)
+        assert len(mirror.lexical) == conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
+        _assert_same_bm25(conn, mirror)
+        # New rows, a changed text, a forgotten row: applied incrementally, from another connection.
+        _fill(filled, 30, seed=11)
+        first = filled.recall("mug", n=1, collection="manipulation")["memories"][0]["id"]
+        filled.update(first, "the mug handle was wet, grip_force=12N slipped")
+        filled.forget(
+            filled.recall("banana", n=1, collection="manipulation")["memories"][0]["id"], reason="wrong label"
+        )
+        mirror.sync(conn)
+        _assert_same_bm25(conn, mirror)
+        mirror.lexical.merge()
+        _assert_same_bm25(conn, mirror)
+    finally:
+        mirror.close()
+        conn.close()
+
+
+def test_lexical_index_merge_keeps_scores() -> None:
+    index = LexicalIndex()
+    index.build([(1, ["grip", "mug"]), (2, ["grip", "grip", "cup"]), (5, ["box"])])
+    index.add(7, ["grip", "box", "box"])
+    index.remove(2)
+    index.add(1, ["mug", "wet"])
+    before = index.score(["grip", "box", "mug"])
+    index.merge()
+    after = index.score(["grip", "box", "mug"])
+    assert np.array_equal(before[1], after[1])
+    assert np.allclose(before[0], after[0])
+    assert set(np.flatnonzero(after[1])) == {1, 5, 7}
+    assert len(index) == 3
+
+
+FILTER_PATHS = {
+    "task.success": st.booleans(),
+    "task.name": st.sampled_from(["grasp", "push", "place", "missing"]),
+    "robot.id": st.sampled_from(["franka-01", "franka-02", "ur5-01"]),
+    "params.grip_force": st.floats(0, 32, allow_nan=False).map(lambda x: round(x, 1)),
+    "params.grip_force.value": st.integers(0, 32),
+    "env.sim_or_real": st.sampled_from(["sim", "real"]),
+    "labels": st.sampled_from(["fragile", "heavy", "wet"]),
+    "confidence": st.floats(0.0, 1.0, allow_nan=False),
+}
+
+
+@st.composite
+def leaf_filters(draw: st.DrawFn) -> dict[str, Any]:
+    path = draw(st.sampled_from(sorted(FILTER_PATHS)))
+    value = draw(FILTER_PATHS[path])
+    if path == "labels":
+        op = draw(st.sampled_from(["$contains", "$exists"]))
+        return {path: {op: value if op == "$contains" else draw(st.booleans())}}
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        op = draw(st.sampled_from(["$lt", "$lte", "$gt", "$gte", "$ne", "$eq"]))
+        return {path: {op: value}}
+    op = draw(st.sampled_from(["$eq", "$ne", "$in", "$nin", "$exists"]))
+    if op in ("$in", "$nin"):
+        return {path: {op: [value]}}
+    if op == "$exists":
+        return {path: {op: draw(st.booleans())}}
+    return {path: {op: value}}
+
+
+filters = st.recursive(
+    leaf_filters(),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda parts: {"$and": parts}),
+        st.lists(inner, min_size=1, max_size=3).map(lambda parts: {"$or": parts}),
+        inner.map(lambda part: {"$not": part}),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=filters, collection=st.sampled_from(["manipulation", "navigation", "nowhere"]))
+def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
+    filled: RobotMemory, raw: dict[str, Any], collection: str
+) -> None:
+    plan = RecallPlan(query="", n=10, min_confidence=0.0, collection=collection, filter=parse_filter(raw))
+    where, params = predicate(plan)
+    conn = open_database(filled.path)
+    mirror = RecallMirror()
+    try:
+        mirror.sync(conn)
+        mask = mirror.allowed(conn, collection=collection, min_confidence=0.0, filter=plan.filter)
+        expected = {int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)}
+        assert set(np.flatnonzero(mask).tolist()) == expected, raw
+        # The second call answers from the cached condition masks, the same way.
+        again = mirror.allowed(conn, collection=collection, min_confidence=0.0, filter=plan.filter)
+        assert np.array_equal(again, mask)
+    finally:
+        mirror.close()
+        conn.close()
+
+
+def test_recall_with_the_mirror_returns_what_the_sql_path_returns(filled: RobotMemory) -> None:
+    conn = open_database(filled.path)
+    mirror = RecallMirror()
+    index, _ = filled._vector_state()
+    tuning = Tuning(rrf_k=1)
+    try:
+        cases = [
+            ("grip force for the mug", None),
+            ("slipped on a wet surface", {"task.success": False}),
+            ("打滑", {"robot.id": {"$in": ["franka-01", "ur5-01"]}}),
+            (
+                "tennis ball grasp",
+                {"$or": [{"labels": {"$contains": "soft"}}, {"params.grip_force": {"$lt": 8}}]},
+            ),
+        ]
+        for query, raw in cases:
+            plan = RecallPlan(
+                query=query, n=8, min_confidence=0.0, collection="manipulation", filter=parse_filter(raw)
+            )
+            vector = filled.embedder.embed_one(query, is_query=True)
+            with_sql = run(conn, plan, tuning, index=index, query_vector=vector)
+            with_mirror = run(conn, plan, tuning, index=index, query_vector=vector, mirror=mirror)
+            assert with_mirror.mode == with_sql.mode == "hybrid"
+            # Each channel ranks the same candidates; only the order among equal scores may differ.
+            where, params = predicate(plan)
+            allowed = mirror.allowed(conn, collection="manipulation", min_confidence=0.0, filter=plan.filter)
+            bm25 = _fts_scores(conn, query)
+            text_sql = [m for m, _ in search.search_fts(conn, fts_query(query) or "", where, params, 50)]
+            text_mirror = _masked_text(mirror, query, allowed, 50)
+            assert text_mirror is not None and len(text_mirror) == len(text_sql) > 0
+            assert [bm25[m] for m in text_mirror] == pytest.approx([bm25[m] for m in text_sql], rel=1e-9)
+            cosine = {m: float(index.vector(m) @ vector) for m in set(index.index._rows)}
+            vec_sql = _vector_candidates(conn, index, vector, where, params, 50)
+            vec_mirror = _masked_vectors(index, vector, allowed, 50)
+            assert [cosine[m] for m in vec_mirror] == pytest.approx([cosine[m] for m in vec_sql], abs=1e-6)
+    finally:
+        mirror.close()
+        conn.close()
+
+
+def test_another_writers_changes_reach_the_next_recall(tmp_path: Path, settings: Settings) -> None:
+    db = tmp_path / "shared.db"
+    reader = RobotMemory(db, settings=settings, embed_backend="none")
+    writer = RobotMemory(db, settings=settings, embed_backend="none")
+    text = "grip_force=9N held the glass bottle"
+    try:
+        kept = writer.learn(text, context={"task": {"success": True}})["memory_id"]
+        ok = {"task.success": True}
+        assert [m["id"] for m in reader.recall("glass bottle", context_filter=ok)["memories"]] == [kept]
+        # A context change flips the cached condition for that memory only.
+        writer.update(kept, text, context={"task": {"success": False}})
+        assert reader.recall("glass bottle", context_filter=ok)["memories"] == []
+        writer.update(kept, text + " twice", context={"task": {"success": True}})
+        assert reader.recall("twice", context_filter=ok)["total"] == 1
+        # Tags live in their own table; a tag written by any connection reaches the cached condition.
+        other = writer.learn("grip_force=2N crushed the paper cup")["memory_id"]
+        tagged = {"tags": {"$contains": "fragile-object"}}
+        assert reader.recall("paper cup", context_filter=tagged)["memories"] == []
+        with sqlite3.connect(db) as raw:
+            raw.execute(
+                "INSERT INTO memory_tags (memory_id, tag, source) VALUES (?, 'fragile-object', 'user')",
+                (other,),
+            )
+        assert [m["id"] for m in reader.recall("paper cup", context_filter=tagged)["memories"]] == [other]
+        writer.forget(kept, reason="sensor fault")
+        assert reader.recall("glass bottle")["memories"] == []
+        # A rebuilt FTS index (doctor --repair) makes every mirror reload, and recall still works.
+        assert writer.repair()["repaired"]["fts_rows_indexed"] == 1
+        assert [m["id"] for m in reader.recall("paper cup")["memories"]] == [other]
+    finally:
+        reader.close()
+        writer.close()
