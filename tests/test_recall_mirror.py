@@ -26,9 +26,10 @@ from robotmem.recall import (
     predicate,
     run,
 )
+from robotmem.spatial import parse_spatial_sort
 from robotmem.store import search
 from robotmem.store.connection import open_database
-from robotmem.store.mirror import RecallMirror
+from robotmem.store.mirror import RecallMirror, Stemmer
 from robotmem.text import fts_query, query_tokens
 
 OBJECTS = ["mug", "paper cup", "glass bottle", "sponge", "banana", "cardboard box", "tennis ball"]
@@ -47,6 +48,8 @@ def _fill(mem: RobotMemory, count: int, seed: int) -> None:
         )
         if rng.random() < 0.2:
             text = rng.choice(CHINESE) + f" 第{i}次"
+        if i % 9 == 0:
+            text += " naïve café x² ½ Ⅻ"  # diacritics and compatibility forms
         context: dict[str, Any] = {
             "params": {"grip_force": {"value": force, "unit": "N"}},
             "task": {"success": rng.random() < 0.6, "name": rng.choice(["grasp", "push", "place"])},
@@ -94,6 +97,7 @@ QUERIES = [
     "打滑 杯子",
     "抓取力",
     "tries 3",
+    "cafe naive x2 xii",
     "nothing like this exists",
 ]
 
@@ -128,6 +132,20 @@ def test_bm25_scores_equal_fts5_after_build_and_after_every_kind_of_change(fille
     finally:
         mirror.close()
         conn.close()
+
+
+def test_the_stemmer_gives_fts5s_terms_also_for_numbers_it_does_not_ask_about() -> None:
+    stemmer = Stemmer()
+    try:
+        tokens = ["12.5", "0", "3_000", "2026.12.02", "slipped", "grasping", "机器人", "grip_force", "x"]
+        shortcut = stemmer.terms(tokens)
+        asked = Stemmer()
+        asked._resolve_with_fts(tokens)
+        assert shortcut == {t: asked._known[t] for t in tokens}
+        assert shortcut["slipped"] == ("slip",) and shortcut["12.5"] == ("12.5",)
+        asked.close()
+    finally:
+        stemmer.close()
 
 
 def test_lexical_index_merge_keeps_scores() -> None:
@@ -248,6 +266,54 @@ def test_recall_with_the_mirror_returns_what_the_sql_path_returns(filled: RobotM
         conn.close()
 
 
+SPATIAL_CASES = [
+    ("", {"field": "spatial.object_position", "target": [1.0, 0.5, 0.4]}, None),
+    ("", {"field": "spatial.object_position", "target": [1.0, 0.5, 0.4], "max_distance": 0.3}, None),
+    ("", {"field": "spatial.object_position", "target": [0.2, 0.2]}, None),  # no 2-d points: id order
+    ("", {"field": "spatial.home", "target": [0.0, 0.0, 0.0]}, {"task.success": True}),  # shared points
+    ("grip force mug", {"field": "spatial.object_position", "target": [0.5, 0.5, 0.4]}, None),
+    (
+        "slipped",
+        {"field": "context.spatial.object_position", "target": [1.5, 0.1, 0.4]},
+        {"robot.id": "ur5-01"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "raw_spatial", "raw_filter"), SPATIAL_CASES)
+def test_spatial_sort_from_the_mirror_matches_the_sql_path(
+    filled: RobotMemory, query: str, raw_spatial: dict[str, Any], raw_filter: dict[str, Any] | None
+) -> None:
+    with sqlite3.connect(filled.path) as raw:  # a few memories share one position
+        raw.execute(
+            "UPDATE memories SET context = json_set(context, '$.spatial.home', json('[0.0, 0.0, 0.5]')) "
+            "WHERE id % 7 = 0"
+        )
+    conn = open_database(filled.path)
+    mirror = RecallMirror()
+    index, _ = filled._vector_state()
+    try:
+        plan = RecallPlan(
+            query=query,
+            n=12,
+            min_confidence=0.0,
+            collection="manipulation",
+            filter=parse_filter(raw_filter),
+            spatial=parse_spatial_sort(raw_spatial),
+        )
+        vector = filled.embedder.embed_one(query, is_query=True) if query else None
+        with_sql = run(conn, plan, Tuning(rrf_k=1), index=index, query_vector=vector)
+        with_mirror = run(conn, plan, Tuning(rrf_k=1), index=index, query_vector=vector, mirror=mirror)
+        assert [h.spatial_distance for h in with_mirror.hits] == [h.spatial_distance for h in with_sql.hits]
+        assert len(with_mirror.hits) > 0
+        if not query:  # no channel scores: the order is fully determined
+            assert [h.memory.id for h in with_mirror.hits] == [h.memory.id for h in with_sql.hits]
+            assert [h.score for h in with_mirror.hits] == [h.score for h in with_sql.hits]
+    finally:
+        mirror.close()
+        conn.close()
+
+
 def test_another_writers_changes_reach_the_next_recall(tmp_path: Path, settings: Settings) -> None:
     db = tmp_path / "shared.db"
     reader = RobotMemory(db, settings=settings, embed_backend="none")
@@ -272,6 +338,17 @@ def test_another_writers_changes_reach_the_next_recall(tmp_path: Path, settings:
                 (other,),
             )
         assert [m["id"] for m in reader.recall("paper cup", context_filter=tagged)["memories"]] == [other]
+        # Coordinates read for a spatial sort follow a moved object.
+        near = {"field": "spatial.object_position", "target": [0.0, 0.0, 0.0]}
+        writer.update(
+            other, "grip_force=2N crushed the paper cup", context={"spatial": {"object_position": [5, 5, 5]}}
+        )
+        first = reader.recall("", spatial_sort=near)["memories"][0]
+        assert first["id"] == other and first["spatial_distance"] == pytest.approx(75**0.5)
+        writer.update(
+            other, "grip_force=2N crushed the paper cup", context={"spatial": {"object_position": [0, 3, 4]}}
+        )
+        assert reader.recall("", spatial_sort=near)["memories"][0]["spatial_distance"] == pytest.approx(5.0)
         writer.forget(kept, reason="sensor fault")
         assert reader.recall("glass bottle")["memories"] == []
         # A rebuilt FTS index (doctor --repair) makes every mirror reload, and recall still works.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -81,17 +81,30 @@ class LexicalIndex:
             found = self._term_ids[term] = len(self._term_ids)
         return found
 
+    def term_id(self, term: str) -> int:
+        """Return the id of ``term``, giving it one if new (for ``build_ids``)."""
+        return self._term(term)
+
     def build(self, documents: Iterable[tuple[int, Sequence[str]]]) -> None:
         """Replace the whole index by ``documents`` (``(doc, terms)`` pairs, each doc once)."""
         self._reset()
+        self._load((doc, [self._term(t) for t in terms]) for doc, terms in documents)
+
+    def build_ids(self, documents: Callable[[LexicalIndex], Iterable[tuple[int, list[int]]]]) -> None:
+        """Replace the whole index by ``documents(self)``: ``(doc, term ids)`` made with ``term_id``.
+
+        The fast way to load many documents: the caller maps tokens to ids with its own cache.
+        """
+        self._reset()
+        self._load(documents(self))
+
+    def _load(self, documents: Iterable[tuple[int, list[int]]]) -> None:
         term_list: list[int] = []
         doc_list: list[int] = []
         lengths: dict[int, int] = {}
-        term_of = self._term
-        for doc, terms in documents:
-            if not terms:
+        for doc, ids in documents:
+            if not ids:
                 continue
-            ids = [term_of(t) for t in terms]
             term_list.extend(ids)
             doc_list.extend([doc] * len(ids))
             lengths[doc] = len(ids)

@@ -9,6 +9,7 @@ of each channel. Both give the same candidates (``tests/test_recall_mirror.py`` 
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -143,6 +144,26 @@ def _masked_vectors(
     return _top(ids[rows], scores[rows], depth)
 
 
+def _nearest(
+    conn: sqlite3.Connection, mirror: RecallMirror, spatial: SpatialSort, allowed: BoolArray, n: int
+) -> dict[int, float]:
+    """Return id → distance of the ``n`` nearest allowed memories within reach, with every tie at the n-th.
+
+    Nothing further can be chosen: memories with a distance are ordered before those without.
+    """
+    ids, far = mirror.distances(conn, spatial.path, spatial.target)
+    inside = ids < len(allowed)
+    keep = np.zeros(len(ids), dtype=np.bool_)
+    keep[inside] = allowed[ids[inside]]
+    if spatial.max_distance is not None:
+        keep &= far <= spatial.max_distance
+    ids, far = ids[keep], far[keep]
+    if len(ids) > n:
+        nth = np.partition(far, n - 1)[n - 1]
+        ids, far = ids[far <= nth], far[far <= nth]
+    return {int(m): float(d) for m, d in zip(ids, far, strict=True)}
+
+
 def run(
     conn: sqlite3.Connection,
     plan: RecallPlan,
@@ -205,12 +226,20 @@ def run(
 
     pool_ids = list(fused)
     coords: dict[int, Any] = {}
-    if plan.spatial is not None:
+    near: dict[int, float] | None = None  # with a mirror: distance of the nearest passing memories
+    if plan.spatial is not None and mirror is not None and allowed is not None:
+        near = _nearest(conn, mirror, plan.spatial, allowed, plan.n)
+        pool_ids += [m for m in near if m not in fused]
+        if not plan.query:
+            # Memories without the field come after, smallest id first (as the SQL path orders them).
+            spare = (int(m) for m in np.flatnonzero(allowed) if int(m) not in near and int(m) not in fused)
+            pool_ids += list(itertools.islice(spare, plan.n))
+    elif plan.spatial is not None:
         # Every memory passing the filters competes on distance, in every mode: the nearest are found,
         # not only the nearest among the text matches that made the candidate pool.
         coords = search.coordinates(conn, plan.spatial.path, where, params)
         pool_ids += [m for m in coords if m not in fused]
-    if not plan.query:
+    if not plan.query and near is None:
         limit = None if plan.spatial else plan.n
         extra = search.select_ids(conn, where, params, newest_first=plan.order != "time", limit=limit)
         pool_ids += [m for m in extra if m not in fused and m not in coords]
@@ -231,6 +260,9 @@ def run(
     distances: dict[int, float | None] = {}
     if plan.spatial is not None:
         for memory_id in scores:
+            if near is not None:
+                distances[memory_id] = near.get(memory_id)
+                continue
             raw = coords.get(memory_id)
             point = coordinates_at({"v": raw}, ("v",)) if raw is not None else None
             distances[memory_id] = distance(point, plan.spatial.target)

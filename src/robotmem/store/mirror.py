@@ -18,6 +18,8 @@ other. ``rebuild_fts`` bumps ``meta.fts_epoch``, which makes the next sync reloa
 
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -29,6 +31,7 @@ import numpy.typing as npt
 
 from robotmem.filters import All, Any_, Condition, Node, Not, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
+from robotmem.spatial import MAX_DIMENSIONS, coordinates_at
 from robotmem.store.migrations import FTS_TOKENIZER
 
 BoolArray = npt.NDArray[np.bool_]
@@ -41,7 +44,9 @@ _ROWS = (
 # are evaluated afresh each time instead of being cached.
 _VOLATILE = frozenset({"access_count"})
 _MAX_CACHED_CONDITIONS = 32
+_MAX_CACHED_POINTS = 8
 _CHUNK = 900
+_VERBATIM = re.compile(r"[0-9][0-9._]*")
 
 
 def _chunks(ids: Sequence[int]) -> Iterable[tuple[str, dict[str, int]]]:
@@ -72,6 +77,15 @@ class Stemmer:
     def _resolve(self, tokens: list[str]) -> None:
         if len(self._known) > 1_000_000:
             self._known.clear()
+        # Digits with '.'/'_' inside (readings, ids, 12.5) are one term, unchanged by the tokenizer.
+        for token in tokens:
+            if _VERBATIM.fullmatch(token):
+                self._known[token] = (token,)
+        tokens = [t for t in tokens if t not in self._known]
+        if tokens:
+            self._resolve_with_fts(tokens)
+
+    def _resolve_with_fts(self, tokens: list[str]) -> None:
         found: dict[int, list[str]] = {i: [] for i in range(len(tokens))}
         with self._conn:
             self._conn.executemany("INSERT INTO probe (rowid, body) VALUES (?, ?)", enumerate(tokens))
@@ -98,6 +112,8 @@ class RecallMirror:
         self._sessions: dict[str, int] = {}
         # Cached condition masks: key → (sql, params, mask by memory id).
         self._conditions: OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any], BoolArray]] = OrderedDict()
+        # Cached coordinates by context path: (dimensions by id, 0 = none; points by id).
+        self._points: OrderedDict[tuple[str, ...], tuple[npt.NDArray[np.int8], FloatArray]] = OrderedDict()
         self._allocate(0)
 
     # ---- keeping in step ---------------------------------------------------------------------
@@ -128,6 +144,9 @@ class RecallMirror:
         self._confidence = pad(self._confidence, 0.0)
         for key, (sql, params, mask) in self._conditions.items():
             self._conditions[key] = (sql, params, pad(mask, False))
+        for path, (dims, points) in self._points.items():
+            extra = np.full((grown - size, MAX_DIMENSIONS), np.nan)
+            self._points[path] = (pad(dims, 0), np.concatenate([points, extra]))
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Apply every change committed since the last sync (call inside the reading transaction)."""
@@ -167,9 +186,28 @@ class RecallMirror:
         rows = conn.execute(_ROWS).fetchall()
         self._allocate(0)
         self._conditions.clear()
+        self._points.clear()
         self._reserve(max((r[0] for r in rows), default=0))
         self._set_rows(rows)
-        self.lexical.build(self._documents(conn.execute("SELECT rowid, body FROM memories_fts").fetchall()))
+        bodies = conn.execute("SELECT rowid, body FROM memories_fts").fetchall()
+        self.lexical.build_ids(lambda index: self._term_ids(index, bodies))
+
+    def _term_ids(
+        self, index: LexicalIndex, bodies: Sequence[tuple[int, str]]
+    ) -> Iterable[tuple[int, list[int]]]:
+        """Yield ``(id, term ids)`` for FTS bodies: ``_documents`` with tokens mapped straight to ids."""
+        single: dict[str, int] = {}
+        odd: set[str] = set()  # tokens FTS5 makes into no term or several
+        for start in range(0, len(bodies), 4096):
+            batch = [(int(doc), (body or "").split()) for doc, body in bodies[start : start + 4096]]
+            terms = self._stemmer.terms({t for _, tokens in batch for t in tokens if t not in single})
+            odd.update(t for t, found in terms.items() if len(found) != 1)
+            single.update((t, index.term_id(found[0])) for t, found in terms.items() if len(found) == 1)
+            for doc, tokens in batch:
+                if odd.isdisjoint(tokens):
+                    yield doc, list(map(single.__getitem__, tokens))
+                else:
+                    yield doc, [index.term_id(term) for t in tokens for term in self._stemmer.terms([t])[t]]
 
     def _documents(self, bodies: Sequence[tuple[int, str]]) -> Iterable[tuple[int, list[str]]]:
         """Yield ``(id, terms)`` for FTS bodies, asking the stemmer once per batch of new tokens."""
@@ -205,6 +243,9 @@ class RecallMirror:
             for memory_id in changed:
                 if memory_id < len(mask):
                     mask[memory_id] = memory_id in passed
+        for path, (dims, points) in self._points.items():
+            dims[[m for m in changed if m < len(dims)]] = 0
+            self._read_points(conn, path, dims, points, changed)
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -279,6 +320,56 @@ class RecallMirror:
             if filter is not None:
                 mask &= self._filter(conn, filter)
             return mask
+
+    @staticmethod
+    def _read_points(
+        conn: sqlite3.Connection,
+        path: tuple[str, ...],
+        dims: npt.NDArray[np.int8],
+        points: FloatArray,
+        ids: Sequence[int] | None,
+    ) -> None:
+        json_path = "$" + "".join(
+            f"[{p}]" if p.isdigit() else "." + json.dumps(p, ensure_ascii=False) for p in path
+        )
+        sql = (
+            "SELECT m.id, json_extract(m.context, :path) FROM memories m "
+            "WHERE json_type(m.context, :path) IN ('array', 'object')"
+        )
+        batches: Iterable[tuple[str, dict[str, Any]]] = [("", {})] if ids is None else _chunks(ids)
+        for marks, keyed in batches:
+            query = sql if not marks else f"{sql} AND m.id IN ({marks})"
+            for memory_id, raw in conn.execute(query, {**keyed, "path": json_path}):
+                try:
+                    point = coordinates_at({"v": json.loads(raw)}, ("v",))
+                except (TypeError, ValueError):
+                    continue
+                if point is not None and len(point) <= MAX_DIMENSIONS and memory_id < len(dims):
+                    dims[memory_id] = len(point)
+                    points[memory_id, : len(point)] = point
+
+    def distances(
+        self, conn: sqlite3.Connection, path: tuple[str, ...], target: Sequence[float]
+    ) -> tuple[npt.NDArray[np.int64], FloatArray]:
+        """Return ``(ids, distance)`` of every memory with a ``len(target)``-d point at context ``path``.
+
+        The coordinates of a path are read once (``coordinates_at`` on each context) and then kept
+        in step like the other columns; the distances are one vectorised computation.
+        """
+        with self._lock:
+            cached = self._points.get(path)
+            if cached is None:
+                dims = np.zeros(self.capacity, dtype=np.int8)
+                points = np.full((self.capacity, MAX_DIMENSIONS), np.nan)
+                self._read_points(conn, path, dims, points, None)
+                cached = self._points[path] = (dims, points)
+                if len(self._points) > _MAX_CACHED_POINTS:
+                    self._points.popitem(last=False)
+            self._points.move_to_end(path)
+            dims, points = cached
+            ids = np.flatnonzero(dims == len(target))
+            offsets = points[ids, : len(target)] - np.asarray(target, dtype=np.float64)
+            return ids.astype(np.int64), np.sqrt(np.einsum("ij,ij->i", offsets, offsets))
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
