@@ -5,9 +5,12 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.strategies import hostile_text
 
 from robotmem import RobotMemory
-from robotmem.classify import build_context, classify
+from robotmem.classify import build_context, classify, classify_perception
 from robotmem.taxonomy import TAG_TREE
 
 
@@ -90,3 +93,28 @@ def test_learned_tags_are_stored_as_auto(memory: RobotMemory) -> None:
     ).fetchall()
     conn.close()
     assert sorted(rows) == [("observation", "auto"), ("root_cause", "auto")]
+
+
+PERCEPTION_TEXTS = [
+    "Force-torque sample 12: fz=4.5 N, tz=0.3 Nm",
+    "Camera frame 1: mug detected at 0.60 m, confidence 0.53.",
+    "Gripper camera: the grasp failed because the cup slipped, see logs/run_3.yaml",
+    "Lidar scan: the corridor is blocked; we decided to go around, it worked",
+    "Wrist camera: pick up succeeded at grip_force=12 N",
+    "相机画面：夹爪抓取杯子成功",
+    "Episode 4 rollout: the push worked better than expected",
+]
+
+
+@given(st.one_of(st.sampled_from(PERCEPTION_TEXTS), hostile_text))
+def test_perception_classification_matches_classify_after_the_category(text: str) -> None:
+    general = classify(text, {})
+    found = classify_perception(text)
+
+    assert found.category == "perception"
+    assert found.tags == general.tags[1:]
+    assert (found.confidence, found.scope_files, found.scope_entities) == (
+        general.confidence,
+        general.scope_files,
+        general.scope_entities,
+    )

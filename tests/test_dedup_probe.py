@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from robotmem import RobotMemory
+from robotmem.config import Settings
+from robotmem.dedup import SCREEN_LIMIT
 from robotmem.store import search
 from robotmem.text import jaccard, word_set
 
@@ -49,3 +55,27 @@ def test_a_text_of_unknown_words_has_no_candidates(bm25_memory: RobotMemory) -> 
         )
     )
     assert found == []
+
+
+@pytest.mark.parametrize("texts_sharing_the_number", [0, SCREEN_LIMIT + 1])
+def test_number_screen_keeps_cosine_and_jaccard_duplicates(
+    tmp_path: Path, texts_sharing_the_number: int
+) -> None:
+    settings = Settings(home=tmp_path / "home", dedup_cosine=0.8)
+    with RobotMemory(tmp_path / "m.db", embed_backend="hash", settings=settings) as mem:
+        for i in range(texts_sharing_the_number):
+            mem.learn(f"Calibration log {i} of camera 12 shows drift")
+        original = mem.learn("The padded gripper held the red mug firmly at 12 N")
+
+        reworded = mem.learn("The padded gripper held the red mug very firmly at 12 N")
+        other_force = mem.learn("The padded gripper held the red mug very firmly at 13 N")
+        mem.settings = mem.settings.replace(dedup_jaccard=1.01)  # only the vector scan can find it now
+        by_vector = mem.learn("The padded gripper held the red mug quite firmly at 12 N")
+
+    assert (reworded["status"], reworded["method"], reworded["existing_id"]) == (
+        "duplicate",
+        "jaccard",
+        original["memory_id"],
+    )
+    assert other_force["status"] == "created"
+    assert (by_vector["status"], by_vector["method"]) == ("duplicate", "cosine")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
-from tests.conftest import table_counts
+from tests.conftest import FakeClock, table_counts
 
 from robotmem import RobotMemory
+from robotmem.config import Settings
 from robotmem.errors import ValidationError
 
 
@@ -69,3 +73,56 @@ def test_an_unknown_field_is_a_validation_error(memory: RobotMemory) -> None:
 
 def test_an_empty_batch_stores_nothing(bm25_memory: RobotMemory) -> None:
     assert bm25_memory.save_perceptions([]) == []
+
+
+def _stored(mem: RobotMemory) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(mem.path)
+    try:
+        return {
+            "memories": conn.execute(
+                "SELECT id, collection, type, content, category, confidence, base_confidence, context, scope_files, "
+                "scope_entities, session_id IS NOT NULL, perception_type, status, embedding_model, created_at, updated_at "
+                "FROM memories ORDER BY id"
+            ).fetchall(),
+            "tags": conn.execute(
+                "SELECT rowid, memory_id, tag, source FROM memory_tags ORDER BY rowid"
+            ).fetchall(),
+            "fts": conn.execute("SELECT rowid, body FROM memories_fts ORDER BY rowid").fetchall(),
+            "payloads": conn.execute("SELECT * FROM perception_payloads ORDER BY memory_id").fetchall(),
+            "vectors": conn.execute(
+                "SELECT memory_id, seq, model_id, embedding FROM memory_vectors ORDER BY seq"
+            ).fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def test_a_batch_stores_exactly_what_a_loop_of_save_perception_stores(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    items: list[dict[str, object]] = [
+        {"description": "Camera frame 3: the mug was grasped, it worked", "data": '{"pixels": [1, 2]}'},
+        {"description": "Lidar scan of the corridor", "perception_type": "visual", "metadata": {"hz": 10}},
+        {"description": "Force sample: fz=4.5 N because the cup slipped", "perception_type": "tactile"},
+        {"description": "相机画面：夹爪抓取杯子成功", "collection": "arm", "data": "raw text, not JSON"},
+        {"description": "Camera frame 3: the mug was grasped, it worked", "data": [[1, 2], {"a": None}]},
+    ]
+    stored = []
+    for batched in (False, True):
+        settings = Settings(home=tmp_path / "home")
+        with RobotMemory(
+            tmp_path / f"{batched}.db", embed_backend="hash", settings=settings, clock=clock
+        ) as mem:
+            mem.learn("grip_force=12 N held the mug")
+            session = mem.start_session()
+            session_items = [
+                *items,
+                {"description": "Wrist camera in the session", "session_id": session["session_id"]},
+            ]
+            if batched:
+                results = mem.save_perceptions(session_items)
+            else:
+                results = [mem.save_perception(**item) for item in session_items]  # type: ignore[arg-type]
+            stored.append((results, _stored(mem)))
+
+    assert stored[0] == stored[1]

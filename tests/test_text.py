@@ -6,9 +6,19 @@ import sqlite3
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.strategies import unicode_text
 
 from robotmem.store.migrations import FTS_TOKENIZER
-from robotmem.text import content_hash, fts_query, index_text, jaccard, numbers, tokens, word_set
+from robotmem.text import (
+    content_hash,
+    fts_query,
+    index_text,
+    jaccard,
+    numbers,
+    numbers_query,
+    tokens,
+    word_set,
+)
 
 
 def test_chinese_is_segmented_into_words() -> None:
@@ -49,3 +59,28 @@ def test_hash_ignores_case_width_and_spacing() -> None:
 
 def test_jaccard_ignores_punctuation() -> None:
     assert jaccard(word_set("close the gripper, slowly!"), word_set("Close the gripper slowly")) == 1.0
+
+
+number_texts = st.lists(
+    st.one_of(
+        st.sampled_from(["grip", "force", "_x", "a.", "机器人", "+", "-", "=", "ß", ".", "e", "ͅ", "・"]),
+        st.from_regex(r"[+-]?[0-9]{1,3}(\.[0-9]{1,4})?[a-z_]?", fullmatch=True),
+        unicode_text,
+    ),
+    min_size=1,
+    max_size=8,
+).map(lambda parts: "".join(parts) if len(parts) % 2 else " ".join(parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(number_texts)
+def test_every_text_with_the_same_numbers_matches_the_numbers_query(text: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f'CREATE VIRTUAL TABLE f USING fts5(body, tokenize = "{FTS_TOKENIZER}")')
+    conn.execute("INSERT INTO f (rowid, body) VALUES (1, ?)", (index_text(text) or "x",))
+    written_again = "value " + " ".join(numbers(text))  # another text with the same numbers
+
+    assert numbers(written_again) == numbers(text)
+    match = numbers_query(written_again)
+    if match is not None:
+        assert conn.execute("SELECT rowid FROM f WHERE f MATCH ?", (match,)).fetchall() == [(1,)]

@@ -140,8 +140,12 @@ def classify_category(text: str) -> str:
 
 def extract_params(text: str) -> dict[str, dict[str, Any]]:
     """Return ``name=value unit`` findings as params entries, e.g. ``{"grip_force": {"value": 12.5, "unit": "N"}}``."""
+    return _params(_PARAM.findall(text))
+
+
+def _params(matches: list[tuple[str, str, str]]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
-    for name, raw_value, unit in _PARAM.findall(text):
+    for name, raw_value, unit in matches:
         value = float(raw_value)
         entry: dict[str, Any] = {
             "value": int(value) if value.is_integer() and "." not in raw_value else value
@@ -154,20 +158,28 @@ def extract_params(text: str) -> dict[str, dict[str, Any]]:
 
 def extract_scope(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Return ``(scope_files, scope_entities)``: file paths, and identifiers such as ``grip_force``."""
+    return _scope(text, _PARAM.findall(text))
+
+
+def _scope(text: str, params: list[tuple[str, str, str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     files = tuple(dict.fromkeys(_FILE.findall(text)))
     names = [match for match in _IDENTIFIER.findall(text)]
-    names += [name for name, _, _ in _PARAM.findall(text)]
+    names += [name for name, _, _ in params]
     entities = tuple(name for name in dict.fromkeys(names) if not any(name in path for path in files))
     return files, entities
 
 
 def estimate_confidence(text: str, context: Mapping[str, Any]) -> float:
     """Return 0.80 plus 0.05 per signal (causal word, concrete parameter or path, rich context), at most 0.95."""
+    files, _ = extract_scope(text)
+    return _confidence(text, context, _PARAM.search(text) is not None, files)
+
+
+def _confidence(text: str, context: Mapping[str, Any], has_param: bool, files: tuple[str, ...]) -> float:
     signals = 0
     if _CAUSAL.search(text):
         signals += 1
-    files, _ = extract_scope(text)
-    if _PARAM.search(text) or files or _UNIT_NUMBER.search(text):
+    if has_param or files or _UNIT_NUMBER.search(text):
         signals += 1
     if sum(1 for section in ROBOT_SECTIONS if context.get(section)) >= 2:
         signals += 1
@@ -179,7 +191,13 @@ def classify_tags(text: str, category: str, context: Mapping[str, Any]) -> tuple
     tags = [category]
     if category != "observation" and _OBSERVATION.search(text):
         tags.append("observation")
-    tags.extend(tag for tag, pattern in _TAG_RULES if pattern.search(text))
+    tags.extend(_subject_tags(text, context))
+    return tuple(dict.fromkeys(tags))
+
+
+def _subject_tags(text: str, context: Mapping[str, Any]) -> list[str]:
+    """Return the robotics tags and success/failure (names no category shares)."""
+    tags = [tag for tag, pattern in _TAG_RULES if pattern.search(text)]
     task = context.get("task")
     if isinstance(task, dict) and isinstance(task.get("success"), bool):
         tags.append("success" if task["success"] else "failure")
@@ -187,20 +205,41 @@ def classify_tags(text: str, category: str, context: Mapping[str, Any]) -> tuple
         tags.append("failure")
     elif _SUCCESS_WORD.search(text):
         tags.append("success")
-    return tuple(dict.fromkeys(tags))
+    return tags
 
 
 def classify(text: str, context: Mapping[str, Any]) -> Classification:
     """Run every classifier on ``text`` with its user ``context``."""
     category = classify_category(text)
-    files, entities = extract_scope(text)
+    params = _PARAM.findall(text)
+    files, entities = _scope(text, params)
     return Classification(
         category=category,
-        confidence=estimate_confidence(text, context),
+        confidence=_confidence(text, context, bool(params), files),
         tags=classify_tags(text, category, context),
         scope_files=files,
         scope_entities=entities,
-        params=extract_params(text),
+        params=_params(params),
+    )
+
+
+def classify_perception(text: str) -> Classification:
+    """Return ``classify(text, {})`` for a perception, whose category is fixed.
+
+    The category is ``perception`` and the tags are those ``classify`` gives after its category tag. The
+    category rules then only decide whether ``observation`` is among them, so they run only when the
+    observation rule matches. Params are not extracted (a perception stores none).
+    """
+    params = _PARAM.findall(text)
+    files, entities = _scope(text, params)
+    observed = _OBSERVATION.search(text) is not None and any(p.search(text) for _, p in _CATEGORY_RULES)
+    return Classification(
+        category="perception",
+        confidence=_confidence(text, {}, bool(params), files),
+        tags=tuple(["observation"] * observed + _subject_tags(text, {})),
+        scope_files=files,
+        scope_entities=entities,
+        params={},
     )
 
 

@@ -19,6 +19,9 @@ from robotmem.text import jaccard, numbers, tokens_plain, word_set
 # separates them, so cosine only catches near-verbatim repeats and the guards below do the rest.
 COSINE_THRESHOLDS = {"multilingual-e5-small-q4": 0.998}
 DEFAULT_COSINE_THRESHOLD = 0.95
+# Stored texts that may share every number of a new one, checked one by one before the ranked dedup search
+# runs; with more of them, the search runs unscreened.
+SCREEN_LIMIT = 100
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from robotmem.classify import classify
+from robotmem.classify import classify_perception
 from robotmem.errors import EmbeddingError, ValidationError
 from robotmem.store import memories
 from robotmem.text import index_text
@@ -49,48 +49,58 @@ class PerceptionBatchMixin:
                 log.warning("embedding failed, storing the perceptions without vectors: %s", exc)
 
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            now = owner._now()
-            return [
-                self._insert_perception(owner, conn, p, vector, now)
-                for p, vector in zip(prepared, vectors, strict=True)
-            ]
+            return self._insert_perceptions(owner, conn, prepared, vectors, owner._now())
 
         return owner._write(work)  # type: ignore[no-any-return]
 
     @staticmethod
-    def _insert_perception(
-        owner: Any, conn: sqlite3.Connection, p: dict[str, Any], vector: Any, now: str
-    ) -> dict[str, Any]:
-        """Insert one prepared perception with its vector; return the save_perception result."""
-        session = owner._session_for_write(conn, p["session_id"])
-        memory_id = memories.insert(
+    def _insert_perceptions(
+        owner: Any,
+        conn: sqlite3.Connection,
+        prepared: Sequence[dict[str, Any]],
+        vectors: Sequence[Any],
+        now: str,
+    ) -> list[dict[str, Any]]:
+        """Insert prepared perceptions with their vectors; return one save_perception result each."""
+        sessions: dict[str | None, str | None] = {}  # one transaction: a session's state cannot change
+        for p in prepared:
+            if p["session_id"] not in sessions:
+                sessions[p["session_id"]] = owner._session_for_write(conn, p["session_id"])
+        ids = memories.insert_many(
             conn,
-            memories.NewMemory(
-                collection=p["collection"],
-                type="perception",
-                content=p["text"],
-                content_hash=None,
-                category="perception",
-                confidence=p["found"].confidence,
-                context={"source": "save_perception"},
-                scope_files=p["found"].scope_files,
-                scope_entities=p["found"].scope_entities,
-                session_id=session,
-                perception_type=p["perception_type"],
-                tags=("perception", p["perception_type"], *p["found"].tags[1:]),
-                index_body=index_text(p["text"]),
-                created_at=now,
-                data_json=p["data_json"],
-                metadata_json=p["metadata_json"],
-            ),
+            [
+                memories.NewMemory(
+                    collection=p["collection"],
+                    type="perception",
+                    content=p["text"],
+                    content_hash=None,
+                    category="perception",
+                    confidence=p["found"].confidence,
+                    context={"source": "save_perception"},
+                    scope_files=p["found"].scope_files,
+                    scope_entities=p["found"].scope_entities,
+                    session_id=sessions[p["session_id"]],
+                    perception_type=p["perception_type"],
+                    tags=("perception", p["perception_type"], *p["found"].tags),
+                    index_body=index_text(p["text"]),
+                    created_at=now,
+                    data_json=p["data_json"],
+                    metadata_json=p["metadata_json"],
+                )
+                for p in prepared
+            ],
         )
-        owner._store_vector(conn, memory_id, vector)
-        return {
-            "memory_id": memory_id,
-            "perception_type": p["perception_type"],
-            "collection": p["collection"],
-            "has_embedding": vector is not None,
-        }
+        for memory_id, vector in zip(ids, vectors, strict=True):
+            owner._store_vector(conn, memory_id, vector)
+        return [
+            {
+                "memory_id": memory_id,
+                "perception_type": p["perception_type"],
+                "collection": p["collection"],
+                "has_embedding": vector is not None,
+            }
+            for memory_id, p, vector in zip(ids, prepared, vectors, strict=True)
+        ]
 
     @staticmethod
     def _prepare_perception(owner: Any, item: Mapping[str, Any], *, where: str = "") -> dict[str, Any]:
@@ -119,5 +129,5 @@ class PerceptionBatchMixin:
             "metadata_json": metadata_json,
             "collection": collection,
             "session_id": args.session_id,
-            "found": classify(text, {}),
+            "found": classify_perception(text),
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -21,7 +22,13 @@ from robotmem.browse import BrowseMixin
 from robotmem.classify import build_context, classify
 from robotmem.config import Settings, load_settings
 from robotmem.consolidation import NON_DECAYING_CATEGORIES, Candidate, decayed_confidence, plan_consolidation
-from robotmem.dedup import cosine_threshold, find_cosine_duplicate, find_jaccard_duplicate
+from robotmem.dedup import (
+    SCREEN_LIMIT,
+    cosine_threshold,
+    find_cosine_duplicate,
+    find_jaccard_duplicate,
+    same_experience,
+)
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.errors import DatabaseError, EmbeddingError, ValidationError
 from robotmem.filters import parse_filter
@@ -36,7 +43,7 @@ from robotmem.store.access import AccessRecorder
 from robotmem.store.connection import open_database, read, write
 from robotmem.store.migrations import SCHEMA_VERSION, migrate
 from robotmem.store.mirror import RecallMirror
-from robotmem.text import content_hash, fts_query, index_text
+from robotmem.text import content_hash, fts_query, index_text, numbers_query
 from robotmem.transfer import TransferMixin
 from robotmem.validation import (
     EndSessionInput,
@@ -296,38 +303,39 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
     ) -> JsonDict | None:
         where = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
         params = {"p_collection": collection}
-        match = fts_query(text)
-        if match:
-            found = search.jaccard_candidates(conn, text, where, params, 20, self.settings.dedup_jaccard)
-            ids = [m for m, _ in found]
-            contents = [(m, rec.content) for m, rec in memories.fetch(conn, ids).items()]
-            duplicate = find_jaccard_duplicate(text, contents, self.settings.dedup_jaccard)
-            if duplicate is not None:
-                return {
-                    "status": "duplicate",
-                    "method": "jaccard",
-                    "existing_id": duplicate.existing_id,
-                    "similarity": duplicate.similarity,
-                }
-        if vector is None or index is None:
-            return None
-        index.sync(conn)
-        near: list[tuple[int, float]] = []
-        for memory_id, similarity in index.index.ranked(vector, first=5):
-            if similarity < threshold or len(near) >= 5:
-                break
-            near.append((memory_id, similarity))
-        if not near:
-            return None
-        allowed = search.passing(conn, [m for m, _ in near], where, params)
-        records = memories.fetch(conn, [m for m, _ in near if m in allowed])
-        candidates = [(m, records[m].content, s) for m, s in near if m in records]
-        duplicate = find_cosine_duplicate(text, candidates, threshold)
+        jaccard_threshold = self.settings.dedup_jaccard
+        # Either kind of duplicate has the numbers of ``text`` (dedup.same_experience). When few stored texts
+        # can have them, checking those few tells whether the ranked word search or the vector scan could
+        # find one at all, and they are skipped when not.
+        numbered = numbers_query(text)
+        screened = (
+            memories.matching_contents(conn, numbered, where, params, SCREEN_LIMIT) if numbered else None
+        )
+        same = None if screened is None else [(m, c) for m, c in screened if same_experience(text, c)]
+        duplicate = None
+        if fts_query(text) and (
+            same is None or find_jaccard_duplicate(text, same, jaccard_threshold) is not None
+        ):
+            found = search.jaccard_candidates(conn, text, where, params, 20, jaccard_threshold)
+            candidates = memories.contents(conn, [m for m, _ in found])
+            duplicate = find_jaccard_duplicate(text, candidates, jaccard_threshold)
+        if duplicate is None and vector is not None and index is not None and same != []:
+            index.sync(conn)
+            ranked = itertools.takewhile(
+                lambda hit: not hit[1] < threshold, index.index.ranked(vector, first=5)
+            )
+            near = list(itertools.islice(ranked, 5))
+            if near:
+                allowed = search.passing(conn, [m for m, _ in near], where, params)
+                texts = dict(memories.contents(conn, [m for m, _ in near if m in allowed]))
+                duplicate = find_cosine_duplicate(
+                    text, [(m, texts[m], s) for m, s in near if m in texts], threshold
+                )
         if duplicate is None:
             return None
         return {
             "status": "duplicate",
-            "method": "cosine",
+            "method": duplicate.method,
             "existing_id": duplicate.existing_id,
             "similarity": duplicate.similarity,
         }
@@ -396,6 +404,7 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
             bm25_weight=s.bm25_weight,
             vector_weight=s.vector_weight,
             real_world_boost=s.real_world_boost,
+            bm25_min_coverage=s.bm25_min_coverage,
         )
 
     def _run_recall(self, plan: recall_pipeline.RecallPlan) -> recall_pipeline.RecallOutcome:
@@ -436,7 +445,7 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         vector, _ = self._embed(prepared["text"], is_query=False)
 
         def work(conn: sqlite3.Connection) -> JsonDict:
-            return self._insert_perception(self, conn, prepared, vector, self._now())
+            return self._insert_perceptions(self, conn, [prepared], [vector], self._now())[0]
 
         return self._write(work)  # type: ignore[no-any-return]
 

@@ -29,6 +29,7 @@ _WORD = re.compile(r"[^\W_]+(?:[._][^\W_]+)*", re.UNICODE)
 _PARTS = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+", re.UNICODE)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 _SPACES = re.compile(r"\s+")
+_ASCII_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 # Words too common to help a ranked OR query; they are still indexed.
 STOPWORDS = frozenset(
@@ -188,6 +189,24 @@ def numbers(text: str) -> tuple[str, ...]:
             value = value.rstrip("0").rstrip(".")
         out.append(value or "0")
     return tuple(out)
+
+
+def numbers_query(text: str) -> str | None:
+    """Return an FTS5 MATCH expression that every indexed text with the same ``numbers`` as ``text`` matches.
+
+    A written number such as ``+12.50`` is indexed as a token of its digits (``12.50``), and ``numbers``
+    only drops the sign and trailing decimal zeros, so a text with the number 12.5 holds one of the
+    tokens ``12.5``, ``12.50``, ``12.500``, … and a text with 7 one of ``7``, ``7.0``, ``7.00``, …
+    Other texts may match too. Returns None when ``text`` has no number written in ASCII digits.
+    """
+    terms = []
+    for value in dict.fromkeys(numbers(text)):
+        digits = value.lstrip("-")
+        if not _ASCII_NUMBER.fullmatch(digits):
+            continue
+        zero = digits + "0" if "." in digits else digits + ".0"
+        terms.append(f'("{digits}" OR "{zero}" OR "{zero}0" OR "{zero}00"*)')
+    return " AND ".join(terms) or None
 
 
 def jaccard(left: frozenset[str], right: frozenset[str]) -> float:

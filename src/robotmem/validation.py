@@ -143,17 +143,17 @@ def _reject_constant(name: str) -> Any:
 
 
 def _depth(value: Any, limit: int) -> int:
-    stack = [(value, 1)]
-    deepest = 0
+    """Return the nesting depth of ``value`` (a scalar is 1), or a depth above ``limit`` once one is seen."""
+    deepest = 1
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         node, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > limit:
-            return level
-        if isinstance(node, dict):
-            stack.extend((child, level + 1) for child in node.values())
-        elif isinstance(node, list):
-            stack.extend((child, level + 1) for child in node)
+        children = node.values() if isinstance(node, dict) else node
+        if children:
+            if level + 1 > limit:
+                return level + 1
+            deepest = max(deepest, level + 1)
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
 
 

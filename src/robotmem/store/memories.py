@@ -76,6 +76,43 @@ def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
 
 def insert(conn: sqlite3.Connection, new: NewMemory) -> int:
     """Insert ``new`` with its FTS row, tags and payload; return its id."""
+    return insert_many(conn, [new])[0]
+
+
+def insert_many(conn: sqlite3.Connection, news: Sequence[NewMemory]) -> list[int]:
+    """Insert every memory of ``news`` as ``insert`` would, in order; return their ids.
+
+    The memory rows go in one by one (each id comes from SQLite), then each other table takes one statement.
+    """
+    ids = [_insert_row(conn, new) for new in news]
+    conn.executemany(
+        "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)",
+        [{"id": memory_id, "body": new.index_body} for memory_id, new in zip(ids, news, strict=True)],
+    )
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        conn.execute(f"DELETE FROM memory_tags WHERE source = 'auto' AND memory_id IN ({marks})", chunk)
+    conn.executemany(
+        "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, 'auto')",
+        [
+            {"id": memory_id, "tag": tag}
+            for memory_id, new in zip(ids, news, strict=True)
+            for tag in dict.fromkeys(new.tags)
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO perception_payloads (memory_id, data, metadata) VALUES (:id, :data, :metadata)",
+        [
+            {"id": memory_id, "data": new.data_json, "metadata": new.metadata_json}
+            for memory_id, new in zip(ids, news, strict=True)
+            if new.type == "perception"
+        ],
+    )
+    return ids
+
+
+def _insert_row(conn: sqlite3.Connection, new: NewMemory) -> int:
     cursor = conn.execute(
         "INSERT INTO memories (collection, type, content, human_summary, content_hash, category, confidence, "
         "base_confidence, context, scope_files, scope_entities, session_id, perception_type, created_at, updated_at, "
@@ -98,18 +135,7 @@ def insert(conn: sqlite3.Connection, new: NewMemory) -> int:
             "now": new.created_at,
         },
     )
-    memory_id = int(cursor.lastrowid or 0)
-    conn.execute(
-        "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)",
-        {"id": memory_id, "body": new.index_body},
-    )
-    set_tags(conn, memory_id, new.tags)
-    if new.type == "perception":
-        conn.execute(
-            "INSERT INTO perception_payloads (memory_id, data, metadata) VALUES (:id, :data, :metadata)",
-            {"id": memory_id, "data": new.data_json, "metadata": new.metadata_json},
-        )
-    return memory_id
+    return int(cursor.lastrowid or 0)
 
 
 def set_tags(conn: sqlite3.Connection, memory_id: int, tags: Iterable[str], source: str = "auto") -> None:
@@ -138,6 +164,34 @@ def fetch(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Memory]:
         for row in conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk):
             found[row[0]] = row_to_memory(row, tags.get(row[0], ()))
     return found
+
+
+def contents(conn: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str]]:
+    """Return ``(id, content)`` of the existing ids among ``ids`` (any status), by id."""
+    found: list[tuple[int, str]] = []
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        found.extend(
+            conn.execute(f"SELECT id, content FROM memories WHERE id IN ({marks}) ORDER BY id", chunk)
+        )
+    return found
+
+
+def matching_contents(
+    conn: sqlite3.Connection, match: str, predicate: str, params: dict[str, Any], limit: int
+) -> list[tuple[int, str]] | None:
+    """Return ``(id, content)`` of every row matching the FTS5 expression ``match`` and ``predicate``.
+
+    Returns None, without reading them all, when more than ``limit`` rows do.
+    """
+    # CROSS JOIN keeps the FTS index the outer loop; otherwise SQLite may probe it once per memory.
+    rows = conn.execute(
+        "SELECT m.id, m.content FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid "
+        f"WHERE memories_fts MATCH :screen_match AND {predicate} LIMIT :screen_limit",
+        {**params, "screen_match": match, "screen_limit": limit + 1},
+    ).fetchall()
+    return None if len(rows) > limit else [(int(m), str(content)) for m, content in rows]
 
 
 def get(conn: sqlite3.Connection, memory_id: int) -> Memory:
