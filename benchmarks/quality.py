@@ -51,8 +51,21 @@ def variants(quick: bool) -> list[Variant]:
     out = [
         Variant("bm25 only (vector_weight=0)", {"vector_weight": 0.0}, "channel"),
         Variant("vector only (bm25_weight=0)", {"bm25_weight": 0.0}, "channel"),
-        Variant("hybrid default (k=60, 1:1, depth 50)", {}, "channel"),
+        Variant("hybrid default (k=1, 1:1, depth 50, coverage 0.3)", {}, "channel"),
     ]
+    coverages = (0.0, 0.5) if quick else (0.0, 0.1, 0.2, 0.4, 0.5, 0.7)
+    out += [Variant(f"bm25_min_coverage={c}", {"bm25_min_coverage": c}, "coverage") for c in coverages]
+    out += [
+        Variant(
+            f"real_world_boost=1.0, bm25_min_coverage={c}",
+            {"real_world_boost": 1.0, "bm25_min_coverage": c},
+            "boost",
+        )
+        for c in ((0.0, 0.3) if quick else (0.0, 0.3, 0.5))
+    ]
+    out.append(
+        Variant("vector only, real_world_boost=1.0", {"bm25_weight": 0.0, "real_world_boost": 1.0}, "boost")
+    )
     ks = (0, 10, 30, 100) if quick else (0, 1, 5, 10, 20, 30, 45, 100, 200)
     out += [Variant(f"rrf_k={k}", {"rrf_k": k}, "rrf_k") for k in ks]
     ratios = (0.5, 2.0) if quick else (0.25, 0.5, 0.75, 1.25, 1.5, 2.0, 3.0, 4.0)

@@ -186,6 +186,7 @@ OPERATIONS = (
     "recall_hybrid_filter",
     "recall_hybrid_selective_filter",
     "recall_hybrid_spatial",
+    "recall_hybrid_new_filter",
     "recall_bm25_only",
     "recall_bm25_only_filter",
     "learn_precomputed_vector",

@@ -353,6 +353,17 @@ def measure_scale(
             repeat=repeat,
         )
     )
+    # A threshold never used before: the mirror must evaluate the new condition over the whole table
+    # (its mask is then cached), which is what a robot pays the first time it asks a new question.
+    timings.append(
+        measure(
+            "recall_hybrid_new_filter",
+            lambda i: mem.recall(
+                query(i), context_filter={"params.grip_force.value": {"$lt": 10 + (i + 1) / 1000}}
+            ),
+            repeat=max(5, repeat // 2),
+        )
+    )
     timings.append(
         measure(
             "recall_hybrid_spatial",

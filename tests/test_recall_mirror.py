@@ -357,3 +357,29 @@ def test_another_writers_changes_reach_the_next_recall(tmp_path: Path, settings:
     finally:
         reader.close()
         writer.close()
+
+
+def test_min_coverage_keeps_only_matches_carrying_enough_of_the_query_idf() -> None:
+    index = LexicalIndex()
+    # "grip" is in every document (IDF ~0); "mug" in one; "hen" in none.
+    index.build([(1, ["grip", "mug"]), (2, ["grip", "cup"]), (3, ["grip", "box"]), (4, ["grip"])])
+    everything = index.score(["grip", "mug", "hen"])
+    assert set(np.flatnonzero(everything[1])) == {1, 2, 3, 4}
+    covered = index.score(["grip", "mug", "hen"], min_coverage=0.3)
+    # mug carries ln(3.5/1.5) = 0.85 of 0.85 + ln(4.5/0.5) = 3.05 in all: 28 %, under 30 %.
+    assert set(np.flatnonzero(covered[1])) == set()
+    assert set(np.flatnonzero(index.score(["grip", "mug", "hen"], min_coverage=0.25)[1])) == {1}
+    assert np.array_equal(covered[0], everything[0])  # scores themselves do not change
+
+
+def test_min_coverage_applies_to_hybrid_recall_only(tmp_path: Path, settings: Settings) -> None:
+    strict = settings.replace(bm25_min_coverage=1.0)
+    with RobotMemory(tmp_path / "c.db", settings=strict, embed_backend="none") as mem:
+        kept = mem.learn("grip_force=3N held the sponge")["memory_id"]
+        # BM25-only recall keeps a match on one of three words.
+        assert [m["id"] for m in mem.recall("sponge wobbly zebra")["memories"]] == [kept]
+    with RobotMemory(tmp_path / "c.db", settings=strict, embed_backend="hash") as mem:
+        out = mem.recall("sponge wobbly zebra")
+        assert out["mode"] == "hybrid"
+        assert all("text" not in m["matched_by"] for m in out["memories"])
+        assert any("text" in m["matched_by"] for m in mem.recall("sponge grip_force")["memories"])

@@ -47,6 +47,8 @@ class Settings:
     bm25_weight: float = 1.0
     vector_weight: float = 1.0
     candidate_depth: int = 50
+    # In hybrid recall, a BM25 match must cover this share of the query's IDF mass (docs/benchmarks.md).
+    bm25_min_coverage: float = 0.3
     # Dedup, consolidation and decay
     dedup_jaccard: float = 0.70
     dedup_cosine: float = 0.985
@@ -112,6 +114,8 @@ def _checked(settings: Settings) -> Settings:
         )
     if settings.rrf_k < 0:
         raise ValidationError(f"rrf_k must be >= 0, got {settings.rrf_k}")
+    if not 0.0 <= settings.bm25_min_coverage <= 1.0:
+        raise ValidationError(f"bm25_min_coverage must be within 0..1, got {settings.bm25_min_coverage}")
     if not 0.0 <= settings.min_confidence <= 1.0:
         raise ValidationError(f"min_confidence must be within 0..1, got {settings.min_confidence}")
     if not 1 <= settings.top_k <= settings.max_n:

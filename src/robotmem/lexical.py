@@ -200,11 +200,13 @@ class LexicalIndex:
             freqs = np.concatenate([freqs, np.fromiter(extra.values(), dtype=np.float64, count=len(extra))])
         return docs, freqs
 
-    def score(self, phrases: Sequence[str]) -> tuple[FloatArray, BoolArray]:
+    def score(self, phrases: Sequence[str], min_coverage: float = 0.0) -> tuple[FloatArray, BoolArray]:
         """Return ``(scores, matched)`` over document ids for the OR of the single-term ``phrases``.
 
         ``scores[d]`` is FTS5's ``-bm25()`` of document ``d``; ``matched[d]`` says whether ``d``
-        contains any phrase (only matched documents are ranked by FTS5).
+        contains any phrase (only matched documents are ranked by FTS5) and, when ``min_coverage``
+        is above 0, whether the IDFs of the phrases it contains add up to that share of the IDFs of
+        all phrases (a phrase no document holds counts with the IDF of a word in none).
         """
         size = len(self._length)
         scores = np.zeros(size, dtype=np.float64)
@@ -213,17 +215,22 @@ class LexicalIndex:
             return scores, matched
         rows = float(self.documents)
         average = self._total_length / rows
+        covered = np.zeros(size, dtype=np.float64) if min_coverage > 0 else None
+        mass = 0.0
         for phrase in phrases:
             term = self._term_ids.get(phrase)
-            if term is None:
-                continue
-            docs, freqs = self._postings(term)
-            if len(docs) == 0:
-                continue
+            docs, freqs = self._postings(term) if term is not None else (np.zeros(0, dtype=np.int64), None)
             hits = float(len(docs))
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
             idf = idf if idf > 0 else _MIN_IDF
+            mass += idf
+            if freqs is None or len(docs) == 0:
+                continue
             norm = K1 * (1.0 - B + B * self._length[docs] / average)
             scores += np.bincount(docs, weights=idf * freqs * (K1 + 1.0) / (freqs + norm), minlength=size)
             matched[docs] = True
+            if covered is not None:
+                covered[docs] += idf
+        if covered is not None:
+            matched &= covered >= min_coverage * mass - 1e-12
         return scores, matched

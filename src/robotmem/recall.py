@@ -51,6 +51,7 @@ class Tuning:
     bm25_weight: float = 1.0
     vector_weight: float = 1.0
     real_world_boost: float = 1.5
+    bm25_min_coverage: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +122,11 @@ def _top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
     return [int(m) for m in ids[order]]
 
 
-def _masked_text(mirror: RecallMirror, query: str, allowed: BoolArray, depth: int) -> list[int] | None:
+def _masked_text(
+    mirror: RecallMirror, query: str, allowed: BoolArray, depth: int, min_coverage: float = 0.0
+) -> list[int] | None:
     """BM25 candidates from the mirror, or None when FTS5 must answer (a token FTS5 splits)."""
-    scored = mirror.bm25(query_tokens(query))
+    scored = mirror.bm25(query_tokens(query), min_coverage)
     if scored is None:
         return None
     scores, matched = scored
@@ -205,7 +208,10 @@ def run(
 
     text_ranked: list[int] | None = None
     if match and mirror is not None and allowed is not None:
-        text_ranked = _masked_text(mirror, plan.query, allowed, depth)
+        # Beside the vector channel, a match on incidental words only (a paraphrase shares none of
+        # the rare ones) is left out: it would push the vector channel's answer down.
+        coverage = tuning.bm25_min_coverage if use_vectors else 0.0
+        text_ranked = _masked_text(mirror, plan.query, allowed, depth, coverage)
     if text_ranked is None:
         text_ranked = [m for m, _ in search.search_fts(conn, match, where, params, depth)] if match else []
     vector_ranked: list[int] = []

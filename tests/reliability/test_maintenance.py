@@ -88,8 +88,8 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     assert problems["sessions_missing"] == 1
     # A process opening the damaged file has lost memory 1 to BM25. (An open RobotMemory keeps the
     # postings it mirrored; damage made behind robotmem's back reaches it at the next repair.)
-    with _open(filled.path) as fresh:
-        assert fresh.recall("trial 0 grip_force=0N", n=3)["memories"][0]["id"] != 1
+    with RobotMemory(filled.path, embed_backend="none", settings=filled.settings) as fresh:
+        assert 1 not in [m["id"] for m in fresh.recall("trial 0 grip_force=0N", n=3)["memories"]]
 
     result = filled.repair()
     assert result["ok"], result["after"]

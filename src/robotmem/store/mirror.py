@@ -376,7 +376,7 @@ class RecallMirror:
         with self._lock:
             return {m for m in ids if 0 <= m < self.capacity and self._real[m]}
 
-    def bm25(self, tokens: Sequence[str]) -> tuple[FloatArray, BoolArray] | None:
+    def bm25(self, tokens: Sequence[str], min_coverage: float = 0.0) -> tuple[FloatArray, BoolArray] | None:
         """Return FTS5 BM25 ``(scores, matched)`` by id for the OR of the quoted ``tokens``.
 
         None when a token is not one FTS5 term (FTS5 would treat it as a phrase): use FTS5 then.
@@ -385,7 +385,7 @@ class RecallMirror:
             terms = self._stemmer.terms(tokens)
             if any(len(terms[t]) != 1 for t in tokens):
                 return None
-            return self.lexical.score([terms[t][0] for t in tokens])
+            return self.lexical.score([terms[t][0] for t in tokens], min_coverage)
 
     def close(self) -> None:
         self._stemmer.close()
