@@ -383,3 +383,31 @@ def test_min_coverage_applies_to_hybrid_recall_only(tmp_path: Path, settings: Se
         assert out["mode"] == "hybrid"
         assert all("text" not in m["matched_by"] for m in out["memories"])
         assert any("text" in m["matched_by"] for m in mem.recall("sponge grip_force")["memories"])
+
+
+def test_a_snapshot_older_than_the_mirror_skips_memories_it_cannot_see(
+    tmp_path: Path, settings: Settings
+) -> None:
+    db = tmp_path / "ahead.db"
+    with RobotMemory(db, settings=settings, embed_backend="none") as writer:
+        old = writer.learn("grip_force=4N lifted the sponge")["memory_id"]
+        mirror = RecallMirror()
+        before, after = open_database(db), open_database(db)
+        try:
+            before.execute("BEGIN")
+            before.execute("SELECT count(*) FROM memories").fetchone()  # pins the snapshot
+            new = writer.learn("grip_force=6N lifted the wet sponge")["memory_id"]
+            after.execute("BEGIN")
+            mirror.sync(after)  # the mirror now knows the new memory
+            plan = RecallPlan(query="sponge", n=5, min_confidence=0.0, collection="default")
+            hits = run(before, plan, Tuning(), index=None, query_vector=None, mirror=mirror).hits
+            assert [h.memory.id for h in hits] == [old]
+            mirror.sync(before)  # an older snapshot never moves the mirror back
+            assert {
+                h.memory.id
+                for h in run(after, plan, Tuning(), index=None, query_vector=None, mirror=mirror).hits
+            } == {old, new}
+        finally:
+            before.close()
+            after.close()
+            mirror.close()

@@ -287,9 +287,17 @@ def run(
     else:
         ordered = sorted(scores, key=lambda m: -scores[m])
         final = scores
-    chosen = ordered[: plan.n]
-    if not needs_records:
-        records = memories.fetch(conn, chosen)
+    if needs_records:
+        chosen = ordered[: plan.n]
+    else:
+        # The mirror may be a commit ahead of this snapshot (another thread synced it later): a memory
+        # this snapshot does not have yet is skipped, and the next one takes its place.
+        chosen, start = [], 0
+        while len(chosen) < plan.n and start < len(ordered):
+            block = ordered[start : start + plan.n - len(chosen)]
+            records.update(memories.fetch(conn, block))
+            chosen += [m for m in block if m in records]
+            start += len(block)
     best = max((final[m] for m in chosen), default=0.0)
     if best <= 0:  # no chosen memory has the spatial field: show relevance instead
         final = {m: scores[m] if scores[m] > 0 else 1.0 for m in scores}

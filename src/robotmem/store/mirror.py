@@ -156,7 +156,9 @@ class RecallMirror:
             head = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_changes").fetchone()[0])
             if self._seen < 0 or epoch != self._epoch:
                 self._load(conn)
-            elif head != self._seen:
+            elif head <= self._seen:
+                return  # nothing new, or this snapshot is older than one another thread applied
+            else:
                 changed = [
                     int(r[0])
                     for r in conn.execute(
