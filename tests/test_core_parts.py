@@ -45,6 +45,25 @@ def test_vector_index_ranks_by_cosine_and_forgets() -> None:
     assert len(index) == 2 and 1 not in index
 
 
+def test_a_bulk_loaded_vector_index_searches_and_changes_like_an_upserted_one() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(1500, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = np.arange(10, 1510, dtype=np.int64)
+    upserted, loaded = VectorIndex(8), VectorIndex(8)
+    for memory_id, vector in zip(ids, vectors, strict=True):
+        upserted.upsert(int(memory_id), vector)
+    loaded.load(ids, vectors)
+    for index in (upserted, loaded):
+        index.remove(11)
+        index.upsert(5000, vectors[0])
+    query = vectors[3]
+    assert list(loaded.ranked(query, first=20))[:20] == list(upserted.ranked(query, first=20))[:20]
+    assert len(loaded) == len(upserted) == 1500 and 11 not in loaded and 5000 in loaded
+    with pytest.raises(ValidationError, match="shape"):
+        loaded.load(ids[:3], vectors[:2])
+
+
 @given(st.lists(st.floats(-1e6, 1e6, width=32), min_size=1, max_size=16))
 def test_vector_encoding_round_trips(values: list[float]) -> None:
     vector = np.asarray(values, dtype=np.float32)

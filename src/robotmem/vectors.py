@@ -70,6 +70,22 @@ class VectorIndex:
             self._ids[row] = memory_id
         self._matrix[row] = vector
 
+    def load(self, ids: npt.NDArray[np.int64], matrix: FloatArray) -> None:
+        """Replace the whole index by ``matrix`` (one unit vector per row) for ``ids`` (distinct)."""
+        if matrix.shape != (len(ids), self.dim):
+            raise ValidationError(
+                f"matrix has shape {matrix.shape}; the index expects ({len(ids)}, {self.dim})"
+            )
+        capacity = max(1024, 1 << max(len(ids) - 1, 1).bit_length())
+        grown = np.zeros((capacity, self.dim), dtype=np.float32)
+        grown[: len(ids)] = matrix
+        live = np.full(capacity, -1, dtype=np.int64)
+        live[: len(ids)] = ids
+        with self._guard:
+            self._matrix, self._ids = grown, live
+            self._size, self._dead = len(ids), 0
+            self._rows = {int(memory_id): row for row, memory_id in enumerate(ids)}
+
     def remove(self, memory_id: int) -> None:
         """Drop ``memory_id`` from the index (no-op if absent)."""
         with self._guard:

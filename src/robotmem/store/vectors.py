@@ -72,6 +72,19 @@ class MirroredIndex:
                 {"seen": self._seen_seq},
             ).fetchall()
             dim = self.index.dim
+            if self._seen_seq == 0 and rows:
+                # First load: one array over all the blobs instead of one upsert per row.
+                self._seen_seq = rows[-1][1]
+                latest = {r[0]: r for r in rows}  # a memory's last row wins (it has the highest seq)
+                live = [
+                    r
+                    for r in latest.values()
+                    if r[3] is not None and r[2] == self.model_id and len(r[3]) == 4 * dim
+                ]
+                ids = np.fromiter((r[0] for r in live), dtype=np.int64, count=len(live))
+                matrix = np.frombuffer(b"".join(r[3] for r in live), dtype="<f4").reshape(len(live), dim)
+                self.index.load(ids, matrix.astype(np.float32))
+                return
             for memory_id, seq, model_id, blob in rows:
                 if blob is None or model_id != self.model_id or len(blob) != 4 * dim:
                     self.index.remove(memory_id)
