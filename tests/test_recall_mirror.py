@@ -411,3 +411,22 @@ def test_a_snapshot_older_than_the_mirror_skips_memories_it_cannot_see(
             before.close()
             after.close()
             mirror.close()
+
+
+def test_recall_mirror_false_asks_sqlite_and_ranks_the_same(filled: RobotMemory, settings: Settings) -> None:
+    plain = settings.replace(bm25_min_coverage=0.0)
+    with (
+        RobotMemory(filled.path, settings=plain, embed_backend="none") as mirrored,
+        RobotMemory(filled.path, settings=plain.replace(recall_mirror=False), embed_backend="none") as direct,
+    ):
+        for query, raw in [
+            ("grip force mug", None),
+            ("slipped wet", {"task.success": False}),
+            ("打滑", None),
+        ]:
+            a = mirrored.recall(query, n=10, collection="manipulation", context_filter=raw)
+            b = direct.recall(query, n=10, collection="manipulation", context_filter=raw)
+            assert a["mode"] == b["mode"] == "bm25_only"
+            assert [m["score"] for m in a["memories"]] == pytest.approx([m["score"] for m in b["memories"]])
+            assert a["total"] == b["total"] > 0
+        assert direct._mirror.capacity == 0  # never built

@@ -49,6 +49,9 @@ class Settings:
     candidate_depth: int = 50
     # In hybrid recall, a BM25 match must cover this share of the query's IDF mass (docs/benchmarks.md).
     bm25_min_coverage: float = 0.3
+    # Recall from the in-process mirror (docs/architecture.md); false = every channel queries SQLite
+    # (no build time or memory — about 190 MB at 100k memories — but 5-10x slower recall).
+    recall_mirror: bool = True
     # Dedup, consolidation and decay
     dedup_jaccard: float = 0.70
     dedup_cosine: float = 0.985

@@ -158,7 +158,8 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
     def warm_up(self) -> None:
         """Load the embedder, the vector index and the recall mirror now instead of on first use."""
         self._vector_state()
-        self._read(self._mirror.sync)
+        if self.settings.recall_mirror:
+            self._read(self._mirror.sync)
 
     def _vector_state(self) -> tuple[vector_store.MirroredIndex | None, str]:
         """Return the synced index when vector search can run, else None and the reason."""
@@ -411,7 +412,12 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         vector, index = self._embed(plan.query, is_query=True) if plan.query else (None, None)
         outcome: recall_pipeline.RecallOutcome = self._read(
             lambda conn: recall_pipeline.run(
-                conn, plan, self._tuning(), index=index, query_vector=vector, mirror=self._mirror
+                conn,
+                plan,
+                self._tuning(),
+                index=index,
+                query_vector=vector,
+                mirror=self._mirror if self.settings.recall_mirror else None,
             )
         )
         if outcome.hits:
