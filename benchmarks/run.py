@@ -332,6 +332,7 @@ def compare(spec_a: str, spec_b: str, n: int, repeat: int, *, with_quality: bool
         FILTER_SELECTIVE,
         QUERIES,
         QUERY_COLLECTION,
+        SPATIAL,
         _copy_database,
         cached_database,
     )
@@ -360,6 +361,7 @@ def compare(spec_a: str, spec_b: str, n: int, repeat: int, *, with_quality: bool
         "recall_hybrid": {},
         "recall_hybrid_filter": {"context_filter": FILTER_COMMON},
         "recall_hybrid_selective_filter": {"context_filter": FILTER_SELECTIVE},
+        "recall_hybrid_spatial": {"context_filter": FILTER_COMMON, "spatial_sort": SPATIAL},
     }
     rows = []
     for name, kwargs in workloads.items():
