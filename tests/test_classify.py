@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from tests.strategies import hostile_text
 
 from robotmem import RobotMemory
+from robotmem import classify as classify_module
 from robotmem.classify import build_context, classify, classify_perception
 from robotmem.taxonomy import TAG_TREE
 
@@ -118,3 +120,22 @@ def test_perception_classification_matches_classify_after_the_category(text: str
         general.scope_files,
         general.scope_entities,
     )
+
+
+RULES = [
+    getattr(classify_module, name)
+    for name in ("_CAUSAL", "_OBSERVATION", "_UNIT_NUMBER", "_FAILURE_WORD", "_SUCCESS_WORD")
+] + [rule for _, rule in (*classify_module._CATEGORY_RULES, *classify_module._TAG_RULES)]
+
+
+def test_case_insensitive_rules_hold_no_upper_case_letter() -> None:
+    for rule in RULES:
+        assert not re.search(r"(?<!\\)[A-Z]", rule.any_case.pattern), rule.any_case.pattern
+
+
+@given(st.one_of(st.sampled_from(PERCEPTION_TEXTS), st.text(st.characters(max_codepoint=127), max_size=80)))
+def test_ascii_text_lower_cased_matches_like_ignorecase(text: str) -> None:
+    if not text.isascii():
+        return
+    for rule in RULES:
+        assert (rule.lower_case.search(text.lower()) is None) == (rule.any_case.search(text) is None)

@@ -7,7 +7,7 @@ takes well under a millisecond. The first category rule that matches wins (order
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +17,36 @@ MAX_CONFIDENCE = 0.95
 ROBOT_SECTIONS = ("params", "spatial", "robot", "task")
 
 
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE)
+class _Rule:
+    """A case-insensitive pattern; ASCII text is searched lower-cased with a case-sensitive copy.
+
+    That is about twice as fast as IGNORECASE, and gives the same answer because the patterns hold no
+    upper-case letter and, in ASCII text, IGNORECASE pairs only ``a-z`` with ``A-Z``.
+    """
+
+    __slots__ = ("any_case", "lower_case")
+
+    def __init__(self, pattern: str) -> None:
+        self.any_case = re.compile(pattern, re.IGNORECASE)
+        self.lower_case = re.compile(pattern)
+
+
+def _rx(pattern: str) -> _Rule:
+    return _Rule(pattern)
+
+
+def _matcher(text: str) -> Callable[[_Rule], bool]:
+    """Return a test of whether a rule matches somewhere in ``text``."""
+    if text.isascii():
+        lowered = text.lower()
+        return lambda rule: rule.lower_case.search(lowered) is not None
+    return lambda rule: rule.any_case.search(text) is not None
 
 
 _CAUSAL = _rx(
     r"\b(because|due to|caused by|root cause|the reason|as a result of|results? from)\b|因为|由于|导致|原因"
 )
-_CATEGORY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+_CATEGORY_RULES: tuple[tuple[str, _Rule], ...] = (
     (
         "self_defect",
         _rx(r"\b(i|we) (hallucinated|assumed wrongly|was wrong|made a mistake)\b|my mistake|我(搞错|误以为)"),
@@ -74,7 +96,7 @@ _OBSERVATION = _rx(
     r"\b(works?|worked|yields?|yielded|observed|noticed|succeeded|succeeds|failed|fails|slipped|dropped|"
     r"reached|collided|results? in|best|worse|better|highest|lowest)\b|成功|失败|最好|效果|表现|观察"
 )
-_TAG_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+_TAG_RULES: tuple[tuple[str, _Rule], ...] = (
     ("grasping", _rx(r"\b(grasp\w*|gripper\w*|pick(ed|ing)? up|pinch)\b|抓取|夹爪|抓握")),
     ("pushing", _rx(r"\b(push(ed|es|ing)?)\b|推")),
     (
@@ -132,8 +154,12 @@ class Classification:
 
 def classify_category(text: str) -> str:
     """Return the first category whose rule matches ``text`` (``observation`` when none does)."""
-    for category, pattern in _CATEGORY_RULES:
-        if pattern.search(text):
+    return _category(_matcher(text))
+
+
+def _category(matches: Callable[[_Rule], bool]) -> str:
+    for category, rule in _CATEGORY_RULES:
+        if matches(rule):
             return category
     return "observation"
 
@@ -172,14 +198,16 @@ def _scope(text: str, params: list[tuple[str, str, str]]) -> tuple[tuple[str, ..
 def estimate_confidence(text: str, context: Mapping[str, Any]) -> float:
     """Return 0.80 plus 0.05 per signal (causal word, concrete parameter or path, rich context), at most 0.95."""
     files, _ = extract_scope(text)
-    return _confidence(text, context, _PARAM.search(text) is not None, files)
+    return _confidence(_matcher(text), context, _PARAM.search(text) is not None, files)
 
 
-def _confidence(text: str, context: Mapping[str, Any], has_param: bool, files: tuple[str, ...]) -> float:
+def _confidence(
+    matches: Callable[[_Rule], bool], context: Mapping[str, Any], has_param: bool, files: tuple[str, ...]
+) -> float:
     signals = 0
-    if _CAUSAL.search(text):
+    if matches(_CAUSAL):
         signals += 1
-    if has_param or files or _UNIT_NUMBER.search(text):
+    if has_param or files or matches(_UNIT_NUMBER):
         signals += 1
     if sum(1 for section in ROBOT_SECTIONS if context.get(section)) >= 2:
         signals += 1
@@ -188,35 +216,40 @@ def _confidence(text: str, context: Mapping[str, Any], has_param: bool, files: t
 
 def classify_tags(text: str, category: str, context: Mapping[str, Any]) -> tuple[str, ...]:
     """Return the category's tag, ``observation`` for reported results, robotics tags, and success/failure."""
+    return _tags(_matcher(text), category, context)
+
+
+def _tags(matches: Callable[[_Rule], bool], category: str, context: Mapping[str, Any]) -> tuple[str, ...]:
     tags = [category]
-    if category != "observation" and _OBSERVATION.search(text):
+    if category != "observation" and matches(_OBSERVATION):
         tags.append("observation")
-    tags.extend(_subject_tags(text, context))
+    tags.extend(_subject_tags(matches, context))
     return tuple(dict.fromkeys(tags))
 
 
-def _subject_tags(text: str, context: Mapping[str, Any]) -> list[str]:
+def _subject_tags(matches: Callable[[_Rule], bool], context: Mapping[str, Any]) -> list[str]:
     """Return the robotics tags and success/failure (names no category shares)."""
-    tags = [tag for tag, pattern in _TAG_RULES if pattern.search(text)]
+    tags = [tag for tag, rule in _TAG_RULES if matches(rule)]
     task = context.get("task")
     if isinstance(task, dict) and isinstance(task.get("success"), bool):
         tags.append("success" if task["success"] else "failure")
-    elif _FAILURE_WORD.search(text):
+    elif matches(_FAILURE_WORD):
         tags.append("failure")
-    elif _SUCCESS_WORD.search(text):
+    elif matches(_SUCCESS_WORD):
         tags.append("success")
     return tags
 
 
 def classify(text: str, context: Mapping[str, Any]) -> Classification:
     """Run every classifier on ``text`` with its user ``context``."""
-    category = classify_category(text)
+    matches = _matcher(text)
+    category = _category(matches)
     params = _PARAM.findall(text)
     files, entities = _scope(text, params)
     return Classification(
         category=category,
-        confidence=_confidence(text, context, bool(params), files),
-        tags=classify_tags(text, category, context),
+        confidence=_confidence(matches, context, bool(params), files),
+        tags=_tags(matches, category, context),
         scope_files=files,
         scope_entities=entities,
         params=_params(params),
@@ -230,13 +263,14 @@ def classify_perception(text: str) -> Classification:
     category rules then only decide whether ``observation`` is among them, so they run only when the
     observation rule matches. Params are not extracted (a perception stores none).
     """
+    matches = _matcher(text)
     params = _PARAM.findall(text)
     files, entities = _scope(text, params)
-    observed = _OBSERVATION.search(text) is not None and any(p.search(text) for _, p in _CATEGORY_RULES)
+    observed = matches(_OBSERVATION) and any(matches(rule) for _, rule in _CATEGORY_RULES)
     return Classification(
         category="perception",
-        confidence=_confidence(text, {}, bool(params), files),
-        tags=tuple(["observation"] * observed + _subject_tags(text, {})),
+        confidence=_confidence(matches, {}, bool(params), files),
+        tags=tuple(["observation"] * observed + _subject_tags(matches, {})),
         scope_files=files,
         scope_entities=entities,
         params={},

@@ -195,9 +195,9 @@ def numbers_query(text: str) -> str | None:
     """Return an FTS5 MATCH expression that every indexed text with the same ``numbers`` as ``text`` matches.
 
     A written number such as ``+12.50`` is indexed as a token of its digits (``12.50``), and ``numbers``
-    only drops the sign and trailing decimal zeros, so a text with the number 12.5 holds one of the
-    tokens ``12.5``, ``12.50``, ``12.500``, … and a text with 7 one of ``7``, ``7.0``, ``7.00``, …
-    Other texts may match too. Returns None when ``text`` has no number written in ASCII digits.
+    only drops the sign and trailing decimal zeros, so a text with the number 12.5 holds the token ``12.5``
+    or one starting with ``12.50`` (``"12.5" OR "12.50"*``), and a text with 7 holds ``7`` or one starting
+    with ``7.0``. Other texts may match too. Returns None when ``text`` has no number in ASCII digits.
     """
     terms = []
     for value in dict.fromkeys(numbers(text)):
@@ -205,7 +205,7 @@ def numbers_query(text: str) -> str | None:
         if not _ASCII_NUMBER.fullmatch(digits):
             continue
         zero = digits + "0" if "." in digits else digits + ".0"
-        terms.append(f'("{digits}" OR "{zero}" OR "{zero}0" OR "{zero}00"*)')
+        terms.append(f'("{digits}" OR "{zero}"*)')
     return " AND ".join(terms) or None
 
 
