@@ -272,6 +272,9 @@ SPATIAL_CASES = [
     ("", {"field": "spatial.object_position", "target": [0.2, 0.2]}, None),  # no 2-d points: id order
     ("", {"field": "spatial.home", "target": [0.0, 0.0, 0.0]}, {"task.success": True}),  # shared points
     ("grip force mug", {"field": "spatial.object_position", "target": [0.5, 0.5, 0.4]}, None),
+    ("", {"field": "arm", "target": [1, 0.5, 0.5, 1, 0, 0, 2]}, None),
+    ("", {"field": "arm", "target": [0, 0]}, None),
+    ("", {"field": "arm", "target": [0, 0, 0, 0, 0, 0, 0, 0, 0]}, None),  # longer than any point
     (
         "slipped",
         {"field": "context.spatial.object_position", "target": [1.5, 0.1, 0.4]},
@@ -288,6 +291,11 @@ def test_spatial_sort_from_the_mirror_matches_the_sql_path(
         raw.execute(
             "UPDATE memories SET context = json_set(context, '$.spatial.home', json('[0.0, 0.0, 0.5]')) "
             "WHERE id % 7 = 0"
+        )
+        raw.execute(  # joint vectors of two lengths at one path: 2-d and 7-d
+            "UPDATE memories SET context = json_set(context, '$.arm', "
+            "CASE WHEN id % 2 = 0 THEN json('[0.1, 0.2]') ELSE json_array(id % 3, 0.5, 0.5, 1, 0, 0, id % 4) END) "
+            "WHERE id % 5 = 0"
         )
     conn = open_database(filled.path)
     mirror = RecallMirror()

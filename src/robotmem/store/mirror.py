@@ -145,7 +145,7 @@ class RecallMirror:
         for key, (sql, params, mask) in self._conditions.items():
             self._conditions[key] = (sql, params, pad(mask, False))
         for path, (dims, points) in self._points.items():
-            extra = np.full((grown - size, MAX_DIMENSIONS), np.nan)
+            extra = np.full((grown - size, points.shape[1]), np.nan)
             self._points[path] = (pad(dims, 0), np.concatenate([points, extra]))
 
     def sync(self, conn: sqlite3.Connection) -> None:
@@ -247,7 +247,7 @@ class RecallMirror:
                     mask[memory_id] = memory_id in passed
         for path, (dims, points) in self._points.items():
             dims[[m for m in changed if m < len(dims)]] = 0
-            self._read_points(conn, path, dims, points, changed)
+            self._points[path] = self._read_points(conn, path, dims, points, changed)
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -330,7 +330,12 @@ class RecallMirror:
         dims: npt.NDArray[np.int8],
         points: FloatArray,
         ids: Sequence[int] | None,
-    ) -> None:
+    ) -> tuple[npt.NDArray[np.int8], FloatArray]:
+        """Read the points at ``path`` of ``ids`` (None = every memory) into ``dims``/``points``.
+
+        ``points`` is as wide as the longest point seen (3 for x, y, z): a wider one widens it, so the
+        arrays returned may be new ones.
+        """
         json_path = "$" + "".join(
             f"[{p}]" if p.isdigit() else "." + json.dumps(p, ensure_ascii=False) for p in path
         )
@@ -346,9 +351,15 @@ class RecallMirror:
                     point = coordinates_at({"v": json.loads(raw)}, ("v",))
                 except (TypeError, ValueError):
                     continue
-                if point is not None and len(point) <= MAX_DIMENSIONS and memory_id < len(dims):
-                    dims[memory_id] = len(point)
-                    points[memory_id, : len(point)] = point
+                if point is None or len(point) > MAX_DIMENSIONS or memory_id >= len(dims):
+                    continue
+                if len(point) > points.shape[1]:
+                    wider = np.full((len(points), len(point)), np.nan)
+                    wider[:, : points.shape[1]] = points
+                    points = wider
+                dims[memory_id] = len(point)
+                points[memory_id, : len(point)] = point
+        return dims, points
 
     def distances(
         self, conn: sqlite3.Connection, path: tuple[str, ...], target: Sequence[float]
@@ -361,15 +372,15 @@ class RecallMirror:
         with self._lock:
             cached = self._points.get(path)
             if cached is None:
-                dims = np.zeros(self.capacity, dtype=np.int8)
-                points = np.full((self.capacity, MAX_DIMENSIONS), np.nan)
-                self._read_points(conn, path, dims, points, None)
-                cached = self._points[path] = (dims, points)
+                empty = (np.zeros(self.capacity, dtype=np.int8), np.full((self.capacity, 3), np.nan))
+                cached = self._points[path] = self._read_points(conn, path, *empty, None)
                 if len(self._points) > _MAX_CACHED_POINTS:
                     self._points.popitem(last=False)
             self._points.move_to_end(path)
             dims, points = cached
             ids = np.flatnonzero(dims == len(target))
+            if len(target) > points.shape[1]:  # no point is that long
+                return ids.astype(np.int64), np.zeros(0, dtype=np.float64)
             offsets = points[ids, : len(target)] - np.asarray(target, dtype=np.float64)
             return ids.astype(np.int64), np.sqrt(np.einsum("ij,ij->i", offsets, offsets))
 
