@@ -193,8 +193,43 @@ def leaf_filters(draw: st.DrawFn) -> dict[str, Any]:
     return {path: {op: value}}
 
 
+# Any comparison on any kind of value (text, number, bool, array, object with or without "value",
+# missing), so the mirror's value columns meet every SQLite comparison rule.
+ANY_PATHS = [
+    "task.name",
+    "task.success",
+    "labels",
+    "params.grip_force",
+    "spatial",
+    "robot.id",
+    "nothing.here",
+]
+operands = st.one_of(
+    st.integers(-2, 32),
+    st.floats(-1, 32, allow_nan=False),
+    st.booleans(),
+    st.sampled_from(["grasp", "push", "franka-01", "fragile", '["fragile","heavy"]', "", "zzz"]),
+    st.none(),
+)
+
+
+@st.composite
+def mixed_leaf_filters(draw: st.DrawFn) -> dict[str, Any]:
+    path = draw(st.sampled_from(ANY_PATHS))
+    op = draw(st.sampled_from(["$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$between", "$in", "$nin"]))
+    if op in ("$in", "$nin"):
+        return {path: {op: draw(st.lists(operands, min_size=1, max_size=3))}}
+    if op == "$between":
+        ends = st.one_of(st.integers(-2, 32), st.floats(-1, 32, allow_nan=False), st.sampled_from(["a", "z"]))
+        return {path: {op: [draw(ends), draw(ends)]}}
+    value = draw(operands)
+    if op in ("$lt", "$lte", "$gt", "$gte") and (value is None or isinstance(value, bool)):
+        value = 3
+    return {path: {op: value}}
+
+
 filters = st.recursive(
-    leaf_filters(),
+    st.one_of(leaf_filters(), mixed_leaf_filters()),
     lambda inner: st.one_of(
         st.lists(inner, min_size=1, max_size=3).map(lambda parts: {"$and": parts}),
         st.lists(inner, min_size=1, max_size=3).map(lambda parts: {"$or": parts}),
@@ -204,7 +239,7 @@ filters = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=filters, collection=st.sampled_from(["manipulation", "navigation", "nowhere"]))
 def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
     filled: RobotMemory, raw: dict[str, Any], collection: str

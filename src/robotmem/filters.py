@@ -263,16 +263,21 @@ class SqlBuilder:
                 quoted.append("." + json.dumps(segment, ensure_ascii=False))
         return self.bind("$" + "".join(quoted))
 
+    def context_value(self, segments: tuple[str, ...]) -> tuple[str, str, str]:
+        """Return ``(json_path, kind, value)`` SQL for the context value a condition at ``segments`` compares."""
+        json_path = self._json_path(segments)
+        kind = f"json_type(m.context, {json_path})"
+        # A {"value": .., "unit": ..} parameter compares by its value.
+        value = (
+            f"(CASE WHEN {kind} = 'object' THEN json_extract(m.context, {json_path} || '.value') "
+            f"WHEN {kind} IN ('array') THEN json(json_extract(m.context, {json_path})) "
+            f"ELSE json_extract(m.context, {json_path}) END)"
+        )
+        return json_path, kind, value
+
     def _condition(self, node: Condition) -> str:
         if node.path[0] == "context":
-            json_path = self._json_path(node.path[1:])
-            kind = f"json_type(m.context, {json_path})"
-            # A {"value": .., "unit": ..} parameter compares by its value.
-            value = (
-                f"(CASE WHEN {kind} = 'object' THEN json_extract(m.context, {json_path} || '.value') "
-                f"WHEN {kind} IN ('array') THEN json(json_extract(m.context, {json_path})) "
-                f"ELSE json_extract(m.context, {json_path}) END)"
-            )
+            json_path, kind, value = self.context_value(node.path[1:])
         else:
             kind = f"(CASE WHEN {RECORD_FIELDS[node.path[0]]} IS NULL THEN NULL ELSE 'scalar' END)"
             json_path = ""

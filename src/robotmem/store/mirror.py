@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from robotmem.filters import All, Any_, Condition, Node, Not, to_sql
+from robotmem.filters import All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
 from robotmem.spatial import MAX_DIMENSIONS, coordinates_at
 from robotmem.store.migrations import FTS_TOKENIZER
@@ -45,6 +45,41 @@ _ROWS = (
 _VOLATILE = frozenset({"access_count"})
 _MAX_CACHED_CONDITIONS = 32
 _MAX_CACHED_POINTS = 8
+_MAX_CACHED_VALUES = 16
+_EXACT_INT = 2**53  # integers up to this size are exact as float64
+_NULL, _NUMBER, _TEXT = 0, 1, 2
+# Operators a value column answers exactly like SQLite (see ``_from_values``); others use SQL.
+_VALUE_OPERATORS = frozenset({"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$between", "$in", "$nin"})
+
+
+class _Values:
+    """The value a condition at one context path compares, per memory id: kind, number, text code."""
+
+    def __init__(self, size: int) -> None:
+        self.kind: npt.NDArray[np.int8] = np.zeros(size, dtype=np.int8)
+        self.number: FloatArray = np.zeros(size, dtype=np.float64)
+        self.text: npt.NDArray[np.int32] = np.full(size, -1, dtype=np.int32)  # code of the text
+        self.codes: dict[str, int] = {}
+        self.inexact = False  # an integer too large for float64 was seen: use SQL for this path
+
+    def grow(self, size: int) -> None:
+        extra = size - len(self.kind)
+        self.kind = np.concatenate([self.kind, np.zeros(extra, dtype=np.int8)])
+        self.number = np.concatenate([self.number, np.zeros(extra)])
+        self.text = np.concatenate([self.text, np.full(extra, -1, dtype=np.int32)])
+
+    def set(self, memory_id: int, value: Any) -> None:
+        if isinstance(value, (int, float)):
+            if isinstance(value, int) and abs(value) > _EXACT_INT:
+                self.inexact = True
+            self.kind[memory_id], self.number[memory_id] = _NUMBER, float(value)
+        elif isinstance(value, str):
+            code = self.codes.setdefault(value, len(self.codes))
+            self.kind[memory_id], self.text[memory_id] = _TEXT, code
+        else:
+            self.kind[memory_id] = _NULL
+
+
 _CHUNK = 900
 _VERBATIM = re.compile(r"[0-9][0-9._]*")
 
@@ -112,6 +147,8 @@ class RecallMirror:
         self._sessions: dict[str, int] = {}
         # Cached condition masks: key → (sql, params, mask by memory id).
         self._conditions: OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any], BoolArray]] = OrderedDict()
+        # Cached compared values by context path (numeric and text conditions answered without SQL).
+        self._values: OrderedDict[tuple[str, ...], _Values] = OrderedDict()
         # Cached coordinates by context path: (dimensions by id, 0 = none; points by id).
         self._points: OrderedDict[tuple[str, ...], tuple[npt.NDArray[np.int8], FloatArray]] = OrderedDict()
         self._allocate(0)
@@ -144,6 +181,8 @@ class RecallMirror:
         self._confidence = pad(self._confidence, 0.0)
         for key, (sql, params, mask) in self._conditions.items():
             self._conditions[key] = (sql, params, pad(mask, False))
+        for values in self._values.values():
+            values.grow(grown)
         for path, (dims, points) in self._points.items():
             extra = np.full((grown - size, points.shape[1]), np.nan)
             self._points[path] = (pad(dims, 0), np.concatenate([points, extra]))
@@ -188,6 +227,7 @@ class RecallMirror:
         rows = conn.execute(_ROWS).fetchall()
         self._allocate(0)
         self._conditions.clear()
+        self._values.clear()
         self._points.clear()
         self._reserve(max((r[0] for r in rows), default=0))
         self._set_rows(rows)
@@ -245,6 +285,11 @@ class RecallMirror:
             for memory_id in changed:
                 if memory_id < len(mask):
                     mask[memory_id] = memory_id in passed
+        for path, values in self._values.items():
+            for memory_id in changed:
+                if memory_id < len(values.kind):
+                    values.set(memory_id, None)
+            self._read_values(conn, path, values, changed)
         for path, (dims, points) in self._points.items():
             dims[[m for m in changed if m < len(dims)]] = 0
             self._points[path] = self._read_points(conn, path, dims, points, changed)
@@ -263,7 +308,95 @@ class RecallMirror:
             found.update(int(r[0]) for r in conn.execute(query, {**params, **keyed}))
         return found
 
+    @staticmethod
+    def _read_values(
+        conn: sqlite3.Connection, path: tuple[str, ...], values: _Values, ids: Sequence[int] | None
+    ) -> None:
+        builder = SqlBuilder("v")
+        _, _, value = builder.context_value(path)
+        sql = f"SELECT m.id, {value} FROM memories m"
+        batches: Iterable[tuple[str, dict[str, Any]]] = [("", {})] if ids is None else _chunks(ids)
+        for marks, keyed in batches:
+            query = sql if not marks else f"{sql} WHERE m.id IN ({marks})"
+            for memory_id, found in conn.execute(query, {**builder.params, **keyed}):
+                if memory_id < len(values.kind):
+                    values.set(memory_id, found)
+
+    def _from_values(self, conn: sqlite3.Connection, node: Condition) -> BoolArray | None:
+        """Answer a comparison on a context path from the path's cached values, or None to use SQL.
+
+        SQLite's rules, reproduced: NULL fails every comparison but ``IS``/``IS NOT`` (``$ne`` and
+        ``$nin`` pass it); numbers compare numerically whatever their type; any number is less than
+        any text; texts compare for equality byte by byte (``str`` equality on UTF-8 text).
+        """
+        op, operand = node.operator, node.operand
+        if node.path[0] != "context" or op not in _VALUE_OPERATORS:
+            return None
+        listed = list(operand) if op in ("$in", "$nin", "$between") else [operand]
+        if op == "$nin" and None in listed:
+            return None  # NOT IN with a NULL in the list is never true: leave that to SQL
+        if op in ("$lt", "$lte", "$gt", "$gte", "$between") and not all(_is_number(v) for v in listed):
+            return None  # text order (collation) stays with SQL
+        if not all(v is None or _is_number(v) or isinstance(v, str) for v in listed):
+            return None
+        if any(_is_number(v) and isinstance(v, int) and abs(v) > _EXACT_INT for v in listed):
+            return None
+        path = node.path[1:]
+        values = self._values.get(path)
+        if values is None:
+            values = self._values[path] = _Values(self.capacity)
+            self._read_values(conn, path, values, None)
+            if len(self._values) > _MAX_CACHED_VALUES:
+                self._values.popitem(last=False)
+        self._values.move_to_end(path)
+        if values.inexact:
+            return None
+        kind, number, text = values.kind, values.number, values.text
+        is_number: BoolArray = kind == _NUMBER
+        is_text: BoolArray = kind == _TEXT
+
+        def equal(v: Any) -> BoolArray:
+            found: BoolArray
+            if v is None:
+                found = kind == _NULL  # only reached through $eq/$ne, which compile to IS / IS NOT
+            elif isinstance(v, str):
+                code = values.codes.get(v)
+                found = np.zeros(len(kind), dtype=np.bool_) if code is None else is_text & (text == code)
+            else:
+                found = is_number & (number == float(v))
+            return found
+
+        if op == "$eq":
+            return equal(operand)
+        if op == "$ne":
+            return ~equal(operand)
+        if op == "$in":
+            out = np.zeros(len(kind), dtype=np.bool_)
+            for v in listed:
+                if v is not None:
+                    out |= equal(v)
+            return out
+        if op == "$nin":
+            hit = np.zeros(len(kind), dtype=np.bool_)
+            for v in listed:
+                hit |= equal(v)
+            return equal(None) | ~hit
+        if op == "$between":
+            low, high = (float(v) for v in listed)
+            return is_number & (number >= low) & (number <= high)
+        bound = float(operand)
+        if op == "$lt":
+            return is_number & (number < bound)
+        if op == "$lte":
+            return is_number & (number <= bound)
+        if op == "$gt":
+            return (is_number & (number > bound)) | is_text
+        return (is_number & (number >= bound)) | is_text
+
     def _condition(self, conn: sqlite3.Connection, node: Condition) -> BoolArray:
+        answered = self._from_values(conn, node)
+        if answered is not None:
+            return answered
         sql, params = to_sql(node, prefix="c")
         key = (sql, tuple(sorted((name, type(v).__name__, v) for name, v in params.items())))
         cached = self._conditions.get(key)
@@ -402,6 +535,10 @@ class RecallMirror:
 
     def close(self) -> None:
         self._stemmer.close()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # a bool is bound as 1/0, as SQLite's JSON gives it
 
 
 def bump_fts_epoch(conn: sqlite3.Connection) -> None:
