@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.dedup import SCREEN_LIMIT
+from robotmem.dedup import SCREEN_LIMIT, find_jaccard_duplicate, same_experience, same_experience_as
 from robotmem.store import search
 from robotmem.text import jaccard, word_set
 
@@ -79,3 +81,31 @@ def test_number_screen_keeps_cosine_and_jaccard_duplicates(
     )
     assert other_force["status"] == "created"
     assert (by_vector["status"], by_vector["method"]) == ("duplicate", "cosine")
+
+
+dedup_texts = st.lists(
+    st.sampled_from(
+        ["grip", "force", "12", "12.50", "not", "failed", "success", "left", "the", "mug", "抓取", "没"]
+    ),
+    min_size=1,
+    max_size=8,
+).map(" ".join)
+
+
+@given(dedup_texts, st.lists(dedup_texts, max_size=6), st.sampled_from([0.0, 0.5, 0.7, 1.0]))
+def test_duplicate_search_reads_the_text_once_and_decides_as_pair_by_pair(
+    text: str, others: list[str], threshold: float
+) -> None:
+    words = word_set(text)
+    expected = None
+    for memory_id, content in enumerate(others):
+        similarity = jaccard(words, word_set(content))
+        better = expected is None or similarity > expected[1]
+        if same_experience(text, content) and similarity >= threshold and better:
+            expected = (memory_id, round(similarity, 4))
+    found = find_jaccard_duplicate(text, list(enumerate(others)), threshold)
+
+    assert (None if found is None else (found.existing_id, found.similarity)) == expected
+    assert [same_experience_as(text)(other) for other in others] == [
+        same_experience(text, other) for other in others
+    ]

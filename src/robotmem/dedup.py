@@ -9,7 +9,7 @@ share 80% of their words and reach cosine 0.99 under multilingual-e5-small.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from robotmem.text import jaccard, numbers, tokens_plain, word_set
@@ -125,17 +125,22 @@ def same_experience(left: str, right: str) -> bool:
     return same_numbers(left, right) and markers(left) == markers(right)
 
 
+def same_experience_as(text: str) -> Callable[[str], bool]:
+    """Return a test of ``same_experience(text, other)`` that reads ``text`` once, for many others."""
+    text_numbers, text_markers = numbers(text), markers(text)
+    return lambda other: numbers(other) == text_numbers and markers(other) == text_markers
+
+
 def find_jaccard_duplicate(
     text: str, candidates: Iterable[tuple[int, str]], threshold: float
 ) -> Duplicate | None:
     """Return the most similar candidate with word Jaccard ≥ ``threshold`` describing the same experience."""
     words = word_set(text)
+    same = same_experience_as(text)
     best: Duplicate | None = None
     for memory_id, content in candidates:
-        if not same_experience(text, content):
-            continue
         similarity = jaccard(words, word_set(content))
-        if similarity >= threshold and (best is None or similarity > best.similarity):
+        if similarity >= threshold and (best is None or similarity > best.similarity) and same(content):
             best = Duplicate("jaccard", memory_id, round(similarity, 4))
     return best
 
@@ -144,7 +149,8 @@ def find_cosine_duplicate(
     text: str, candidates: Iterable[tuple[int, str, float]], threshold: float
 ) -> Duplicate | None:
     """Return the first ``(id, content, cosine)`` candidate at or above ``threshold`` describing the same experience."""
+    same = same_experience_as(text)
     for memory_id, content, similarity in candidates:
-        if similarity >= threshold and same_experience(text, content):
+        if similarity >= threshold and same(content):
             return Duplicate("cosine", memory_id, round(float(similarity), 4))
     return None

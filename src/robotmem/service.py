@@ -27,7 +27,7 @@ from robotmem.dedup import (
     cosine_threshold,
     find_cosine_duplicate,
     find_jaccard_duplicate,
-    same_experience,
+    same_experience_as,
 )
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.errors import DatabaseError, EmbeddingError, ValidationError
@@ -312,7 +312,8 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         screened = (
             memories.matching_contents(conn, numbered, where, params, SCREEN_LIMIT) if numbered else None
         )
-        same = None if screened is None else [(m, c) for m, c in screened if same_experience(text, c)]
+        same_as_text = same_experience_as(text)
+        same = None if screened is None else [(m, c) for m, c in screened if same_as_text(c)]
         duplicate = None
         if fts_query(text) and (
             same is None or find_jaccard_duplicate(text, same, jaccard_threshold) is not None
