@@ -99,21 +99,35 @@ class LexicalIndex:
         self._load(documents(self))
 
     def _load(self, documents: Iterable[tuple[int, list[int]]]) -> None:
+        # Postings go into numpy blocks as they come: a Python list of every posting would hold
+        # tens of MB (and keep them in the allocator) at 100k documents.
+        term_blocks: list[IntArray] = []
+        doc_blocks: list[IntArray] = []
         term_list: list[int] = []
         doc_list: list[int] = []
         lengths: dict[int, int] = {}
+
+        def flush() -> None:
+            term_blocks.append(np.asarray(term_list, dtype=np.int64))
+            doc_blocks.append(np.asarray(doc_list, dtype=np.int64))
+            term_list.clear()
+            doc_list.clear()
+
         for doc, ids in documents:
             if not ids:
                 continue
             term_list.extend(ids)
             doc_list.extend([doc] * len(ids))
             lengths[doc] = len(ids)
+            if len(term_list) >= 65536:
+                flush()
+        flush()
         self._reserve(max(lengths, default=0))
         for doc, length in lengths.items():
             self._length[doc] = length
         self.documents = len(lengths)
         self._total_length = float(sum(lengths.values()))
-        self._set_main(np.asarray(term_list, dtype=np.int64), np.asarray(doc_list, dtype=np.int64), None)
+        self._set_main(np.concatenate(term_blocks), np.concatenate(doc_blocks), None)
 
     def _set_main(self, terms: IntArray, docs: IntArray, freqs: npt.NDArray[np.float32] | None) -> None:
         """Sort ``(term, doc[, freq])`` triples into the main segment; repeated pairs add up."""

@@ -224,24 +224,21 @@ class RecallMirror:
             self._real[memory_id] = bool(real)
 
     def _load(self, conn: sqlite3.Connection) -> None:
-        rows = conn.execute(_ROWS).fetchall()
         self._allocate(0)
         self._conditions.clear()
         self._values.clear()
         self._points.clear()
-        self._reserve(max((r[0] for r in rows), default=0))
-        self._set_rows(rows)
-        bodies = conn.execute("SELECT rowid, body FROM memories_fts").fetchall()
+        self._reserve(int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0]))
+        self._set_rows(conn.execute(_ROWS))  # streamed: no list of every row
+        bodies = conn.execute("SELECT rowid, body FROM memories_fts")
         self.lexical.build_ids(lambda index: self._term_ids(index, bodies))
 
-    def _term_ids(
-        self, index: LexicalIndex, bodies: Sequence[tuple[int, str]]
-    ) -> Iterable[tuple[int, list[int]]]:
+    def _term_ids(self, index: LexicalIndex, bodies: sqlite3.Cursor) -> Iterable[tuple[int, list[int]]]:
         """Yield ``(id, term ids)`` for FTS bodies: ``_documents`` with tokens mapped straight to ids."""
         single: dict[str, int] = {}
         odd: set[str] = set()  # tokens FTS5 makes into no term or several
-        for start in range(0, len(bodies), 4096):
-            batch = [(int(doc), (body or "").split()) for doc, body in bodies[start : start + 4096]]
+        while rows := bodies.fetchmany(4096):
+            batch = [(int(doc), (body or "").split()) for doc, body in rows]
             terms = self._stemmer.terms({t for _, tokens in batch for t in tokens if t not in single})
             odd.update(t for t, found in terms.items() if len(found) != 1)
             single.update((t, index.term_id(found[0])) for t, found in terms.items() if len(found) == 1)
