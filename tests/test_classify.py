@@ -139,3 +139,12 @@ def test_ascii_text_lower_cased_matches_like_ignorecase(text: str) -> None:
         return
     for rule in RULES:
         assert (rule.lower_case.search(text.lower()) is None) == (rule.any_case.search(text) is None)
+
+
+def test_rule_alternatives_split_at_the_top_level_only() -> None:
+    split = classify_module._alternatives
+    assert split(r"\b(a|b)\b|[|(]x|c\|d|因为") == [r"\b(a|b)\b", "[|(]x", r"c\|d", "因为"]
+    assert split(r"[]|]|[^]|]") == ["[]|]", "[^]|]"]
+    for rule in RULES:
+        assert "|".join(split(rule.any_case.pattern)) == rule.any_case.pattern
+        assert len(split(rule.lower_case.pattern)) <= len(split(rule.any_case.pattern))

@@ -21,14 +21,45 @@ class _Rule:
     """A case-insensitive pattern; ASCII text is searched lower-cased with a case-sensitive copy.
 
     That is about twice as fast as IGNORECASE, and gives the same answer because the patterns hold no
-    upper-case letter and, in ASCII text, IGNORECASE pairs only ``a-z`` with ``A-Z``.
+    upper-case letter and, in ASCII text, IGNORECASE pairs only ``a-z`` with ``A-Z``. The copy also
+    leaves out the alternatives that start with a required non-ASCII character (the Chinese ones):
+    they cannot match ASCII text, and each costs a try at every position.
     """
 
     __slots__ = ("any_case", "lower_case")
 
     def __init__(self, pattern: str) -> None:
         self.any_case = re.compile(pattern, re.IGNORECASE)
-        self.lower_case = re.compile(pattern)
+        latin = [part for part in _alternatives(pattern) if part[:1].isascii() or part[1:2] in ("?", "*", "{")]
+        self.lower_case = re.compile("|".join(latin) if latin else "(?!)")
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """Return the top-level alternatives of a regular expression (``"|".join`` gives it back)."""
+    parts: list[str] = []
+    depth, start, position, in_class = 0, 0, 0, False
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            position += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            position += 2 if pattern[position + 1 : position + 2] == "^" else 1
+            position += 1 if pattern[position : position + 1] == "]" else 0  # a leading ] is literal
+            continue
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(pattern[start:position])
+            start = position + 1
+        position += 1
+    parts.append(pattern[start:])
+    return parts
 
 
 def _rx(pattern: str) -> _Rule:
