@@ -30,7 +30,9 @@ class _Rule:
 
     def __init__(self, pattern: str) -> None:
         self.any_case = re.compile(pattern, re.IGNORECASE)
-        latin = [part for part in _alternatives(pattern) if part[:1].isascii() or part[1:2] in ("?", "*", "{")]
+        latin = [
+            part for part in _alternatives(pattern) if part[:1].isascii() or part[1:2] in ("?", "*", "{")
+        ]
         self.lower_case = re.compile("|".join(latin) if latin else "(?!)")
 
 
