@@ -315,9 +315,10 @@ class RobotMemory(BrowseMixin, MaintenanceMixin, TransferMixin, PerceptionBatchM
         same_as_text = same_experience_as(text)
         same = None if screened is None else [(m, c) for m, c in screened if same_as_text(c)]
         duplicate = None
-        if fts_query(text) and (
-            same is None or find_jaccard_duplicate(text, same, jaccard_threshold) is not None
-        ):
+        jaccard_possible = same is None or (
+            bool(same) and find_jaccard_duplicate(text, same, jaccard_threshold) is not None
+        )
+        if jaccard_possible and fts_query(text):
             found = search.jaccard_candidates(conn, text, where, params, 20, jaccard_threshold)
             candidates = memories.contents(conn, [m for m, _ in found])
             duplicate = find_jaccard_duplicate(text, candidates, jaccard_threshold)

@@ -197,15 +197,13 @@ def numbers_query(text: str) -> str | None:
     A written number such as ``+12.50`` is indexed as a token of its digits (``12.50``), and ``numbers``
     only drops the sign and trailing decimal zeros, so a text with the number 12.5 holds the token ``12.5``
     or one starting with ``12.50`` (``"12.5" OR "12.50"*``), and a text with 7 holds ``7`` or one starting
-    with ``7.0``. Other texts may match too. Returns None when ``text`` has no number in ASCII digits.
+    with ``7.0``. Only the two longest numbers are asked for (each term costs a lookup in every index
+    segment, and long numbers are the rare ones), so other texts may match too. Returns None when
+    ``text`` has no number in ASCII digits.
     """
-    terms = []
-    for value in dict.fromkeys(numbers(text)):
-        digits = value.lstrip("-")
-        if not _ASCII_NUMBER.fullmatch(digits):
-            continue
-        zero = digits + "0" if "." in digits else digits + ".0"
-        terms.append(f'("{digits}" OR "{zero}"*)')
+    written = {value.lstrip("-") for value in numbers(text)}
+    longest = sorted((d for d in written if _ASCII_NUMBER.fullmatch(d)), key=lambda d: (-len(d), d))[:2]
+    terms = [f'("{d}" OR "{d}0"*)' if "." in d else f'("{d}" OR "{d}.0"*)' for d in longest]
     return " AND ".join(terms) or None
 
 
