@@ -53,15 +53,17 @@ def test_a_bulk_loaded_vector_index_searches_and_changes_like_an_upserted_one() 
     upserted, loaded = VectorIndex(8), VectorIndex(8)
     for memory_id, vector in zip(ids, vectors, strict=True):
         upserted.upsert(int(memory_id), vector)
-    loaded.load(ids, vectors)
+    loaded.load(((int(m), v.astype("<f4").tobytes()) for m, v in zip(ids, vectors, strict=True)), len(ids))
     for index in (upserted, loaded):
         index.remove(11)
         index.upsert(5000, vectors[0])
     query = vectors[3]
     assert list(loaded.ranked(query, first=20))[:20] == list(upserted.ranked(query, first=20))[:20]
     assert len(loaded) == len(upserted) == 1500 and 11 not in loaded and 5000 in loaded
-    with pytest.raises(ValidationError, match="shape"):
-        loaded.load(ids[:3], vectors[:2])
+    with pytest.raises(ValidationError, match="more than the 1 vectors"):
+        loaded.load([(1, vectors[0].tobytes()), (2, vectors[1].tobytes())], 1)
+    with pytest.raises(ValidationError, match="dimensions"):
+        loaded.load([(1, b"\0" * 12)], 1)
 
 
 @given(st.lists(st.floats(-1e6, 1e6, width=32), min_size=1, max_size=16))

@@ -8,7 +8,7 @@ faster here than an approximate index at robot-sized collections (see docs/archi
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -70,21 +70,28 @@ class VectorIndex:
             self._ids[row] = memory_id
         self._matrix[row] = vector
 
-    def load(self, ids: npt.NDArray[np.int64], matrix: FloatArray) -> None:
-        """Replace the whole index by ``matrix`` (one unit vector per row) for ``ids`` (distinct)."""
-        if matrix.shape != (len(ids), self.dim):
-            raise ValidationError(
-                f"matrix has shape {matrix.shape}; the index expects ({len(ids)}, {self.dim})"
-            )
-        capacity = max(1024, 1 << max(len(ids) - 1, 1).bit_length())
-        grown = np.zeros((capacity, self.dim), dtype=np.float32)
-        grown[: len(ids)] = matrix
-        live = np.full(capacity, -1, dtype=np.int64)
-        live[: len(ids)] = ids
+    def load(self, rows: Iterable[tuple[int, bytes]], count: int) -> None:
+        """Replace the whole index by ``rows`` of ``(memory_id, float32 blob)``, at most ``count`` of them.
+
+        Each blob is copied straight into its row of a matrix sized once, so a first load holds the
+        vectors once (not a list of blobs, a joined buffer and a matrix).
+        """
+        capacity = max(1024, 1 << max(count - 1, 1).bit_length())
+        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        ids = np.full(capacity, -1, dtype=np.int64)
+        size = 0
+        for memory_id, blob in rows:
+            if size == count:
+                raise ValidationError(f"more than the {count} vectors announced")
+            if len(blob) != 4 * self.dim:
+                raise ValidationError(f"vector has {len(blob) // 4} dimensions; the index expects {self.dim}")
+            matrix[size] = np.frombuffer(blob, dtype="<f4")
+            ids[size] = memory_id
+            size += 1
         with self._guard:
-            self._matrix, self._ids = grown, live
-            self._size, self._dead = len(ids), 0
-            self._rows = {int(memory_id): row for row, memory_id in enumerate(ids)}
+            self._matrix, self._ids = matrix, ids
+            self._size, self._dead = size, 0
+            self._rows = {int(memory_id): row for row, memory_id in enumerate(ids[:size])}
 
     def remove(self, memory_id: int) -> None:
         """Drop ``memory_id`` from the index (no-op if absent)."""

@@ -67,24 +67,25 @@ class MirroredIndex:
     def sync(self, conn: sqlite3.Connection) -> None:
         """Apply every vector row written since the last sync (by this or any other process)."""
         with self._lock:
+            dim = self.index.dim
+            if self._seen_seq == 0:
+                # First load: rows streamed into one matrix (one row per memory: memory_id is the key).
+                wanted = {"model": self.model_id, "size": 4 * dim}
+                live = "embedding IS NOT NULL AND model_id = :model AND length(embedding) = :size"
+                count = conn.execute(f"SELECT COUNT(*) FROM memory_vectors WHERE {live}", wanted).fetchone()[
+                    0
+                ]
+                last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_vectors").fetchone()[0]
+                self.index.load(
+                    conn.execute(f"SELECT memory_id, embedding FROM memory_vectors WHERE {live}", wanted),
+                    int(count),
+                )
+                self._seen_seq = int(last)
+                return
             rows = conn.execute(
                 "SELECT memory_id, seq, model_id, embedding FROM memory_vectors WHERE seq > :seen ORDER BY seq",
                 {"seen": self._seen_seq},
             ).fetchall()
-            dim = self.index.dim
-            if self._seen_seq == 0 and rows:
-                # First load: one array over all the blobs instead of one upsert per row.
-                self._seen_seq = rows[-1][1]
-                latest = {r[0]: r for r in rows}  # a memory's last row wins (it has the highest seq)
-                live = [
-                    r
-                    for r in latest.values()
-                    if r[3] is not None and r[2] == self.model_id and len(r[3]) == 4 * dim
-                ]
-                ids = np.fromiter((r[0] for r in live), dtype=np.int64, count=len(live))
-                matrix = np.frombuffer(b"".join(r[3] for r in live), dtype="<f4").reshape(len(live), dim)
-                self.index.load(ids, matrix.astype(np.float32))
-                return
             for memory_id, seq, model_id, blob in rows:
                 if blob is None or model_id != self.model_id or len(blob) != 4 * dim:
                     self.index.remove(memory_id)
