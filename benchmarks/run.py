@@ -252,8 +252,27 @@ def render_scale(scale: dict[int, dict[str, Any]]) -> str:
         ],
         extra,
     )
+    mirror = markdown_table(
+        [
+            "N",
+            "vector index load ms",
+            "recall mirror build ms",
+            "first recall with a new filter path ms",
+            "first recall with a new spatial path ms",
+        ],
+        [
+            [
+                f"{n:,}",
+                scale[n].get("vector_index_load_ms", float("nan")),
+                scale[n].get("mirror_build_ms", float("nan")),
+                scale[n].get("first_filter_path_recall_ms", float("nan")),
+                scale[n].get("first_spatial_path_recall_ms", float("nan")),
+            ]
+            for n in ns
+        ],
+    )
     model = next((r for r in scale.values() if r.get("embed_query_real")), None)
-    lines = [table, "", sizes]
+    lines = [table, "", sizes, "", mirror]
     if model is not None:
         lines += [
             "",
