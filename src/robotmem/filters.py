@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +230,14 @@ def _orderable(path: str, op: str, value: Any) -> str | int | float:
     return value
 
 
+def json_path(segments: Sequence[str]) -> str:
+    """Return the SQLite JSON path of context ``segments`` (digits index arrays; keys are quoted)."""
+    return "$" + "".join(
+        f"[{segment}]" if segment.isdigit() else "." + json.dumps(segment, ensure_ascii=False)
+        for segment in segments
+    )
+
+
 class SqlBuilder:
     """Compiles a filter tree into a WHERE fragment over ``memories m`` with named parameters."""
 
@@ -255,13 +264,7 @@ class SqlBuilder:
         return self._condition(node)
 
     def _json_path(self, segments: tuple[str, ...]) -> str:
-        quoted = []
-        for segment in segments:
-            if segment.isdigit():
-                quoted.append(f"[{segment}]")
-            else:
-                quoted.append("." + json.dumps(segment, ensure_ascii=False))
-        return self.bind("$" + "".join(quoted))
+        return self.bind(json_path(segments))
 
     def context_value(self, segments: tuple[str, ...]) -> tuple[str, str, str]:
         """Return ``(json_path, kind, value)`` SQL for the context value a condition at ``segments`` compares."""

@@ -145,11 +145,15 @@ class LexicalIndex:
 
     def add(self, doc: int, terms: Sequence[str]) -> None:
         """Index ``doc`` with ``terms`` (replacing what it had). A document without terms is not indexed."""
+        self.add_ids(doc, [self._term(t) for t in terms])
+
+    def add_ids(self, doc: int, terms: Sequence[int]) -> None:
+        """``add`` with term ids made by ``term_id``."""
         self.remove(doc)
         if not terms:
             return
         self._reserve(doc)
-        counts = Counter(self._term(t) for t in terms)
+        counts = Counter(terms)
         for term, freq in counts.items():
             self._delta.setdefault(term, {})[doc] = freq
         self._delta_docs[doc] = counts

@@ -122,6 +122,17 @@ def _top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
     return [int(m) for m in ids[order]]
 
 
+def _allowed_among(ids: np.ndarray, allowed: BoolArray) -> BoolArray:
+    """Return, for each of ``ids``, whether ``allowed`` passes it.
+
+    An id beyond the mask (written after the snapshot the mask was made on) does not pass.
+    """
+    known = ids < len(allowed)
+    passing = np.zeros(len(ids), dtype=np.bool_)
+    passing[known] = allowed[ids[known]]
+    return passing
+
+
 def _masked_text(
     mirror: RecallMirror, query: str, allowed: BoolArray, depth: int, min_coverage: float = 0.0
 ) -> list[int] | None:
@@ -139,11 +150,7 @@ def _masked_vectors(
     index: MirroredIndex, query_vector: np.ndarray, allowed: BoolArray, depth: int
 ) -> list[int]:
     ids, scores = index.index.similarities(query_vector)
-    # A vector written after this snapshot has an id the mask does not know yet: not allowed.
-    known = ids < len(allowed)
-    passing = np.zeros(len(ids), dtype=np.bool_)
-    passing[known] = allowed[ids[known]]
-    rows = np.flatnonzero(passing)
+    rows = np.flatnonzero(_allowed_among(ids, allowed))
     return _top(ids[rows], scores[rows], depth)
 
 
@@ -155,9 +162,7 @@ def _nearest(
     Nothing further can be chosen: memories with a distance are ordered before those without.
     """
     ids, far = mirror.distances(conn, spatial.path, spatial.target)
-    inside = ids < len(allowed)
-    keep = np.zeros(len(ids), dtype=np.bool_)
-    keep[inside] = allowed[ids[inside]]
+    keep = _allowed_among(ids, allowed)
     if spatial.max_distance is not None:
         keep &= far <= spatial.max_distance
     ids, far = ids[keep], far[keep]

@@ -18,7 +18,6 @@ other. ``rebuild_fts`` bumps ``meta.fts_epoch``, which makes the next sync reloa
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import threading
@@ -32,6 +31,7 @@ import numpy.typing as npt
 from robotmem.filters import All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
 from robotmem.spatial import MAX_DIMENSIONS, coordinates_at
+from robotmem.store import search
 from robotmem.store.migrations import FTS_TOKENIZER
 
 BoolArray = npt.NDArray[np.bool_]
@@ -80,14 +80,8 @@ class _Values:
             self.kind[memory_id] = _NULL
 
 
-_CHUNK = 900
 _VERBATIM = re.compile(r"[0-9][0-9._]*")
-
-
-def _chunks(ids: Sequence[int]) -> Iterable[tuple[str, dict[str, int]]]:
-    for start in range(0, len(ids), _CHUNK):
-        keyed = {f"id{i}": memory_id for i, memory_id in enumerate(ids[start : start + _CHUNK])}
-        yield ",".join(":" + key for key in keyed), keyed
+_BATCH = 4096  # FTS bodies per stemmer round trip
 
 
 class Stemmer:
@@ -230,14 +224,17 @@ class RecallMirror:
         self._points.clear()
         self._reserve(int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0]))
         self._set_rows(conn.execute(_ROWS))  # streamed: no list of every row
-        bodies = conn.execute("SELECT rowid, body FROM memories_fts")
-        self.lexical.build_ids(lambda index: self._term_ids(index, bodies))
+        cursor = conn.execute("SELECT rowid, body FROM memories_fts")
+        batches = iter(lambda: cursor.fetchmany(_BATCH), [])  # streamed: no list of every body
+        self.lexical.build_ids(lambda index: self._term_ids(index, batches))
 
-    def _term_ids(self, index: LexicalIndex, bodies: sqlite3.Cursor) -> Iterable[tuple[int, list[int]]]:
-        """Yield ``(id, term ids)`` for FTS bodies: ``_documents`` with tokens mapped straight to ids."""
+    def _term_ids(
+        self, index: LexicalIndex, batches: Iterable[Sequence[tuple[int, str]]]
+    ) -> Iterable[tuple[int, list[int]]]:
+        """Yield ``(id, term ids)`` for batches of FTS bodies, asking the stemmer once per batch of new tokens."""
         single: dict[str, int] = {}
         odd: set[str] = set()  # tokens FTS5 makes into no term or several
-        while rows := bodies.fetchmany(4096):
+        for rows in batches:
             batch = [(int(doc), (body or "").split()) for doc, body in rows]
             terms = self._stemmer.terms({t for _, tokens in batch for t in tokens if t not in single})
             odd.update(t for t, found in terms.items() if len(found) != 1)
@@ -248,37 +245,25 @@ class RecallMirror:
                 else:
                     yield doc, [index.term_id(term) for t in tokens for term in self._stemmer.terms([t])[t]]
 
-    def _documents(self, bodies: Sequence[tuple[int, str]]) -> Iterable[tuple[int, list[str]]]:
-        """Yield ``(id, terms)`` for FTS bodies, asking the stemmer once per batch of new tokens."""
-        for start in range(0, len(bodies), 4096):
-            batch = [(int(doc), (body or "").split()) for doc, body in bodies[start : start + 4096]]
-            terms = self._stemmer.terms(t for _, tokens in batch for t in tokens)
-            single = {t: found[0] for t, found in terms.items() if len(found) == 1}
-            for doc, tokens in batch:
-                if all(t in single for t in tokens):
-                    yield doc, [single[t] for t in tokens]
-                else:
-                    yield doc, [term for t in tokens for term in terms[t]]
-
     def _apply(self, conn: sqlite3.Connection, changed: Sequence[int]) -> None:
         for memory_id in changed:
             if memory_id < self.capacity:
                 self._active[memory_id] = False
                 self._real[memory_id] = False
         bodies: list[tuple[int, str]] = []
-        for marks, keyed in _chunks(changed):
+        for marks, keyed in search.id_chunks(changed):
             self._set_rows(conn.execute(f"{_ROWS} WHERE id IN ({marks})", keyed).fetchall())
             bodies += conn.execute(
                 f"SELECT rowid, body FROM memories_fts WHERE rowid IN ({marks})", keyed
             ).fetchall()
         for memory_id in changed:
             self.lexical.remove(memory_id)
-        for doc, terms in self._documents(bodies):
-            self.lexical.add(doc, terms)
+        for doc, term_ids in self._term_ids(self.lexical, [bodies]):
+            self.lexical.add_ids(doc, term_ids)
         if self.lexical.needs_merge():
             self.lexical.merge()
         for sql, params, mask in self._conditions.values():
-            passed = self._passing(conn, sql, params, changed)
+            passed = search.passing(conn, changed, sql, params)
             for memory_id in changed:
                 if memory_id < len(mask):
                     mask[memory_id] = memory_id in passed
@@ -294,25 +279,13 @@ class RecallMirror:
     # ---- reading -------------------------------------------------------------------------------
 
     @staticmethod
-    def _passing(
-        conn: sqlite3.Connection, sql: str, params: dict[str, Any], ids: Sequence[int] | None
-    ) -> set[int]:
-        if ids is None:
-            return {int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)}
-        found: set[int] = set()
-        for marks, keyed in _chunks(ids):
-            query = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {sql}"
-            found.update(int(r[0]) for r in conn.execute(query, {**params, **keyed}))
-        return found
-
-    @staticmethod
     def _read_values(
         conn: sqlite3.Connection, path: tuple[str, ...], values: _Values, ids: Sequence[int] | None
     ) -> None:
         builder = SqlBuilder("v")
         _, _, value = builder.context_value(path)
         sql = f"SELECT m.id, {value} FROM memories m"
-        batches: Iterable[tuple[str, dict[str, Any]]] = [("", {})] if ids is None else _chunks(ids)
+        batches: Iterable[tuple[str, dict[str, Any]]] = [("", {})] if ids is None else search.id_chunks(ids)
         for marks, keyed in batches:
             query = sql if not marks else f"{sql} WHERE m.id IN ({marks})"
             for memory_id, found in conn.execute(query, {**builder.params, **keyed}):
@@ -401,7 +374,8 @@ class RecallMirror:
             self._conditions.move_to_end(key)
             return cached[2]
         mask = np.zeros(self.capacity, dtype=np.bool_)
-        passed = [m for m in self._passing(conn, sql, params, None) if m < self.capacity]
+        every = conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)
+        passed = [int(r[0]) for r in every if r[0] < self.capacity]
         mask[passed] = True
         if node.path[0] not in _VOLATILE:
             self._conditions[key] = (sql, params, mask)
@@ -466,21 +440,14 @@ class RecallMirror:
         ``points`` is as wide as the longest point seen (3 for x, y, z): a wider one widens it, so the
         arrays returned may be new ones.
         """
-        json_path = "$" + "".join(
-            f"[{p}]" if p.isdigit() else "." + json.dumps(p, ensure_ascii=False) for p in path
+        parts: Iterable[tuple[str, dict[str, int]]] = (
+            [("1", {})]
+            if ids is None
+            else ((f"m.id IN ({marks})", keyed) for marks, keyed in search.id_chunks(ids))
         )
-        sql = (
-            "SELECT m.id, json_extract(m.context, :path) FROM memories m "
-            "WHERE json_type(m.context, :path) IN ('array', 'object')"
-        )
-        batches: Iterable[tuple[str, dict[str, Any]]] = [("", {})] if ids is None else _chunks(ids)
-        for marks, keyed in batches:
-            query = sql if not marks else f"{sql} AND m.id IN ({marks})"
-            for memory_id, raw in conn.execute(query, {**keyed, "path": json_path}):
-                try:
-                    point = coordinates_at({"v": json.loads(raw)}, ("v",))
-                except (TypeError, ValueError):
-                    continue
+        for where, keyed in parts:
+            for memory_id, raw in search.coordinates(conn, path, where, keyed).items():
+                point = coordinates_at({"v": raw}, ("v",))
                 if point is None or len(point) > MAX_DIMENSIONS or memory_id >= len(dims):
                     continue
                 if len(point) > points.shape[1]:

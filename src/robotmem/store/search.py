@@ -10,9 +10,10 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from robotmem.filters import json_path
 from robotmem.text import fts_query, word_set
 
 # Words of plain ASCII letters, digits, '_' and '.' give the same FTS tokens alone as inside a sentence
@@ -69,13 +70,17 @@ def jaccard_candidates(
     return search_fts(conn, f"({match}) AND ({probe})", predicate, params, limit)
 
 
+def id_chunks(ids: Sequence[int], size: int = 900) -> Iterator[tuple[str, dict[str, int]]]:
+    """Yield ``(marks, params)`` for ``m.id IN (marks)`` over ``ids``, ``size`` at a time (SQLite's bound)."""
+    for start in range(0, len(ids), size):
+        keyed = {f"id{i}": memory_id for i, memory_id in enumerate(ids[start : start + size])}
+        yield ",".join(":" + key for key in keyed), keyed
+
+
 def passing(conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params: dict[str, Any]) -> set[int]:
     """Return the ids among ``ids`` whose rows pass ``predicate``."""
     found: set[int] = set()
-    for start in range(0, len(ids), 900):
-        chunk = ids[start : start + 900]
-        keyed = {f"id{i}": memory_id for i, memory_id in enumerate(chunk)}
-        marks = ",".join(":" + key for key in keyed)
+    for marks, keyed in id_chunks(ids):
         sql = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {predicate}"
         found.update(int(r[0]) for r in conn.execute(sql, {**params, **keyed}))
     return found
@@ -84,10 +89,7 @@ def passing(conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params
 def real_world(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Return the ids among ``ids`` whose context has ``env.sim_or_real`` equal to ``"real"``."""
     found: set[int] = set()
-    for start in range(0, len(ids), 900):
-        chunk = ids[start : start + 900]
-        keyed = {f"id{i}": memory_id for i, memory_id in enumerate(chunk)}
-        marks = ",".join(":" + key for key in keyed)
+    for marks, keyed in id_chunks(ids):
         sql = (
             f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) "
             "AND json_extract(m.context, '$.env.sim_or_real') = 'real'"
@@ -113,15 +115,12 @@ def coordinates(
     conn: sqlite3.Connection, path: Sequence[str], predicate: str, params: dict[str, Any]
 ) -> dict[int, Any]:
     """Return id → the JSON value at context ``path`` for rows passing ``predicate`` that have it."""
-    json_path = "$" + "".join(
-        f"[{p}]" if p.isdigit() else "." + json.dumps(p, ensure_ascii=False) for p in path
-    )
     sql = (
         "SELECT m.id, json_extract(m.context, :spatial_path) FROM memories m "
         f"WHERE {predicate} AND json_type(m.context, :spatial_path) IN ('array', 'object')"
     )
     out: dict[int, Any] = {}
-    for memory_id, raw in conn.execute(sql, {**params, "spatial_path": json_path}):
+    for memory_id, raw in conn.execute(sql, {**params, "spatial_path": json_path(path)}):
         try:
             out[int(memory_id)] = json.loads(raw)
         except (TypeError, ValueError):
