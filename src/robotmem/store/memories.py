@@ -89,10 +89,7 @@ def insert_many(conn: sqlite3.Connection, news: Sequence[NewMemory]) -> list[int
         "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)",
         [{"id": memory_id, "body": new.index_body} for memory_id, new in zip(ids, news, strict=True)],
     )
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        conn.execute(f"DELETE FROM memory_tags WHERE source = 'auto' AND memory_id IN ({marks})", chunk)
+    # Fresh ids (AUTOINCREMENT never reuses one) have no tags yet: nothing to replace, only to insert.
     conn.executemany(
         "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, 'auto')",
         [
