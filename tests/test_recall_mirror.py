@@ -289,7 +289,7 @@ def test_recall_with_the_mirror_returns_what_the_sql_path_returns(filled: RobotM
             allowed = mirror.allowed(conn, collection="manipulation", min_confidence=0.0, filter=plan.filter)
             bm25 = _fts_scores(conn, query)
             text_sql = [m for m, _ in search.search_fts(conn, fts_query(query) or "", where, params, 50)]
-            text_mirror = _masked_text(mirror, query, allowed, 50)
+            text_mirror = _masked_text(mirror, query_tokens(query), allowed, 50)
             assert text_mirror is not None and len(text_mirror) == len(text_sql) > 0
             assert [bm25[m] for m in text_mirror] == pytest.approx([bm25[m] for m in text_sql], rel=1e-9)
             cosine = {m: float(index.vector(m) @ vector) for m in set(index.index._rows)}

@@ -23,7 +23,7 @@ from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store import memories, search
 from robotmem.store.mirror import BoolArray, RecallMirror
 from robotmem.store.vectors import MirroredIndex
-from robotmem.text import fts_query, query_tokens
+from robotmem.text import or_match, query_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +134,10 @@ def _allowed_among(ids: np.ndarray, allowed: BoolArray) -> BoolArray:
 
 
 def _masked_text(
-    mirror: RecallMirror, query: str, allowed: BoolArray, depth: int, min_coverage: float = 0.0
+    mirror: RecallMirror, words: list[str], allowed: BoolArray, depth: int, min_coverage: float = 0.0
 ) -> list[int] | None:
-    """BM25 candidates from the mirror, or None when FTS5 must answer (a token FTS5 splits)."""
-    scored = mirror.bm25(query_tokens(query), min_coverage)
+    """BM25 candidates for the query ``words`` from the mirror, or None when FTS5 must answer (a token FTS5 splits)."""
+    scored = mirror.bm25(words, min_coverage)
     if scored is None:
         return None
     scores, matched = scored
@@ -200,7 +200,8 @@ def run(
         )
     depth = max(tuning.depth, plan.n)
     # A channel weighted 0 cannot change the order, so it does not run (and ``mode`` says so).
-    match = fts_query(plan.query) if plan.query and tuning.bm25_weight > 0 else None
+    words = query_tokens(plan.query) if plan.query and tuning.bm25_weight > 0 else []
+    match = or_match(words)
     use_vectors = (
         bool(plan.query) and index is not None and query_vector is not None and tuning.vector_weight > 0
     )
@@ -216,7 +217,7 @@ def run(
         # Beside the vector channel, a match on incidental words only (a paraphrase shares none of
         # the rare ones) is left out: it would push the vector channel's answer down.
         coverage = tuning.bm25_min_coverage if use_vectors else 0.0
-        text_ranked = _masked_text(mirror, plan.query, allowed, depth, coverage)
+        text_ranked = _masked_text(mirror, words, allowed, depth, coverage)
     if text_ranked is None:
         text_ranked = [m for m, _ in search.search_fts(conn, match, where, params, depth)] if match else []
     vector_ranked: list[int] = []

@@ -11,7 +11,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -147,7 +147,11 @@ def fts_query(query: str) -> str | None:
     Every token is double-quoted, so FTS5 operators typed by a user (``NEAR``, ``AND``, ``*``,
     ``:``, ``-``, parentheses) are searched as words instead of being parsed as syntax.
     """
-    words = query_tokens(query)
+    return or_match(query_tokens(query))
+
+
+def or_match(words: Sequence[str]) -> str | None:
+    """Return the FTS5 OR of ``words``, each double-quoted (``fts_query`` of already split tokens)."""
     if not words:
         return None
     return " OR ".join('"' + token.replace('"', '""') + '"' for token in words)
