@@ -1,7 +1,7 @@
 """Retrieval quality of BM25-only, vector-only and hybrid RRF on the labelled evaluation set.
 
 The documents of ``benchmarks/data/robot_eval.jsonl`` are stored once, with the real default model,
-through ``robotmem.adapters.cli_eval`` (the code behind ``robotmem eval``); every variant then swaps the
+through ``robotmem.adapters.cli.evaluate`` (the code behind ``robotmem eval``); every variant then swaps the
 ranking settings (``rrf_k``, per-channel weights, candidate depth) on the same memory and reruns the
 queries, so variants differ only in fusion. Query vectors are computed once and reused.
 
@@ -27,7 +27,7 @@ import numpy as np
 from benchmarks.harness import CACHE, ROOT, ensure_cache, markdown_table, write_json
 
 from robotmem import RobotMemory
-from robotmem.adapters.cli_eval import BatchingEmbedder, load_documents, run_queries, splits
+from robotmem.adapters.cli.evaluate import BatchingEmbedder, load_documents, run_queries, splits
 from robotmem.config import Settings
 from robotmem.embedders import create_embedder
 from robotmem.evaluation import EvalSet, load_eval_set, score_run

@@ -408,7 +408,7 @@ def _compare_quality(a: Any, b: Any, spec_a: str, spec_b: str) -> list[list[Any]
     from benchmarks.quality import EVAL_FILE, KS, Variant, score_variant
 
     from robotmem import RobotMemory
-    from robotmem.adapters.cli_eval import BatchingEmbedder, load_documents
+    from robotmem.adapters.cli.evaluate import BatchingEmbedder, load_documents
     from robotmem.config import Settings
     from robotmem.embedders import create_embedder
     from robotmem.evaluation import load_eval_set

@@ -44,9 +44,9 @@ from robotmem import RobotMemory
 from robotmem.classify import build_context, classify
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
-from robotmem.store import memories as memory_rows
-from robotmem.store import sessions as session_rows
-from robotmem.store import vectors as vector_rows
+from robotmem.store.sqlite import memories as memory_rows
+from robotmem.store.sqlite import sessions as session_rows
+from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.text import content_hash, index_text
 
 DIM = 384
@@ -245,7 +245,7 @@ def cached_database(n: int, *, log: Callable[[str], None] = print) -> Path:
     settings = Settings(home=CACHE / "home", embed_backend="hash", embed_dim=DIM)
     start = datetime(2026, 6, 1, tzinfo=timezone.utc)
     with RobotMemory(partial, embed_backend="none", settings=settings) as mem:
-        conn = mem._conn  # bulk load through the store functions learn uses, without per-call dedup
+        # Bulk load through the store functions learn uses, without per-call dedup.
         items = list(generate(n))
         batch = 2000
         for offset in range(0, n, batch):
@@ -269,9 +269,11 @@ def cached_database(n: int, *, log: Callable[[str], None] = print) -> Path:
                         summary = session_rows.summarize(c, session_id)
                         session_rows.end(c, session_id, round(0.5 + (number % 5) / 10, 2), summary, moment)
 
-            mem._write(work)
+            mem.engine.write(lambda tx, work=work: work(tx.conn))
             log(f"  built {min(offset + batch, n):,}/{n:,} memories ({time.perf_counter() - started:.0f} s)")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn = sqlite3.connect(partial)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
     partial.rename(path)
     log(f"  database of {n:,} memories ready in {time.perf_counter() - started:.0f} s: {path}")
     return path
@@ -334,8 +336,12 @@ def measure_scale(
     mem = RobotMemory(db, collection=QUERY_COLLECTION, settings=settings, embedder=hashing)
     results["open_ms"] = (time.perf_counter() - started) * 1000
     # warm_up() = the vector index, then the recall mirror; timed apart (benchmarks may use internals).
-    results["vector_index_load_ms"] = timed(mem._vector_state)
-    results["mirror_build_ms"] = timed(lambda: mem._read(mem._mirror.sync))
+    store = mem.engine.store
+    model = (hashing.model_id, DIM)
+    results["vector_index_load_ms"] = timed(
+        lambda: store.read(lambda tx: store.vector_index(*model).sync(tx.conn))
+    )
+    results["mirror_build_ms"] = timed(lambda: store.read(lambda tx: store.mirror.sync(tx.conn)))
     results["index_load_ms"] = results["vector_index_load_ms"] + results["mirror_build_ms"]
 
     def query(i: int) -> str:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.dedup import SCREEN_LIMIT, find_jaccard_duplicate, same_experience, same_experience_as
-from robotmem.store import search
+from robotmem.store.sqlite import search
 from robotmem.text import jaccard, word_set
 
 WHERE = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
@@ -42,7 +42,7 @@ def test_probe_candidates_hold_every_row_above_the_threshold(bm25_memory: RobotM
         rows = conn.execute("SELECT id, content FROM memories").fetchall()
         return {m for m, _ in probed}, rows
 
-    probed, rows = bm25_memory._read(work)
+    probed, rows = bm25_memory.engine.read(lambda tx: work(tx.conn))
     above = {m for m, content in rows if jaccard(word_set(probe_text), word_set(content)) >= 0.7}
     assert above
     assert above <= probed
@@ -51,9 +51,9 @@ def test_probe_candidates_hold_every_row_above_the_threshold(bm25_memory: RobotM
 def test_a_text_of_unknown_words_has_no_candidates(bm25_memory: RobotMemory) -> None:
     bm25_memory.learn("grip_force 12 N holds the mug")
 
-    found = bm25_memory._read(
-        lambda conn: search.jaccard_candidates(
-            conn, "zebra quokka axolotl", WHERE, {"p_collection": bm25_memory.collection}, 20, 0.7
+    found = bm25_memory.engine.read(
+        lambda tx: search.jaccard_candidates(
+            tx.conn, "zebra quokka axolotl", WHERE, {"p_collection": bm25_memory.collection}, 20, 0.7
         )
     )
     assert found == []

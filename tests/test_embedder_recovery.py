@@ -89,7 +89,7 @@ def test_background_backfill_fills_vectors_once_the_embedder_is_back(
         while unembedded(db) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert unembedded(db) == 0
-        thread = mem._backfill_thread
+        thread = mem._background._thread
     assert thread is not None and not thread.is_alive()
 
 

@@ -17,19 +17,15 @@ from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.filters import parse_filter
 from robotmem.lexical import LexicalIndex
-from robotmem.recall import (
-    RecallPlan,
-    Tuning,
-    _masked_text,
-    _masked_vectors,
-    _vector_candidates,
-    predicate,
-    run,
-)
+from robotmem.service.recall import RecallOutcome, RecallPlan, Tuning, run_on
 from robotmem.spatial import parse_spatial_sort
-from robotmem.store import search
-from robotmem.store.connection import open_database
-from robotmem.store.mirror import RecallMirror, Stemmer
+from robotmem.store.protocol import VectorQuery
+from robotmem.store.sqlite import search
+from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
+from robotmem.store.sqlite.connection import open_database
+from robotmem.store.sqlite.mirror import RecallMirror, Stemmer
+from robotmem.store.sqlite.store import SqliteStore, SqliteTx
+from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text import fts_query, query_tokens
 
 OBJECTS = ["mug", "paper cup", "glass bottle", "sponge", "banana", "cardboard box", "tennis ball"]
@@ -72,6 +68,39 @@ def filled(tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
     _fill(mem, 160, seed=3)
     yield mem
     mem.close()
+
+
+def _run(
+    store: SqliteStore,
+    conn: sqlite3.Connection,
+    plan: RecallPlan,
+    tuning: Tuning,
+    vector: VectorQuery | None,
+    mirror: RecallMirror | None = None,
+) -> RecallOutcome:
+    """The recall pipeline on ``conn``'s snapshot, over the mirror's channels or (without one) SQL's."""
+    source = (
+        SqlCandidates(conn, plan.scope, store.vector_index)
+        if mirror is None
+        else MirrorCandidates(conn, plan.scope, store.vector_index, mirror)
+    )
+    return run_on(source, SqliteTx(conn, store), plan, tuning, vector)
+
+
+def _vector_index(mem: RobotMemory, conn: sqlite3.Connection) -> tuple[SqliteStore, MirroredIndex]:
+    store = mem.engine.store
+    assert isinstance(store, SqliteStore)
+    model, _ = mem.engine.vector_model()
+    assert model is not None
+    index = store.vector_index(*model)
+    index.sync(conn)
+    return store, index
+
+
+def _query_vector(mem: RobotMemory, query: str) -> VectorQuery:
+    model, _ = mem.engine.vector_model()
+    assert model is not None
+    return VectorQuery(mem.embedder.embed_one(query, is_query=True), *model)
 
 
 def _fts_scores(conn: sqlite3.Connection, query: str) -> dict[int, float]:
@@ -245,7 +274,7 @@ def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
     filled: RobotMemory, raw: dict[str, Any], collection: str
 ) -> None:
     plan = RecallPlan(query="", n=10, min_confidence=0.0, collection=collection, filter=parse_filter(raw))
-    where, params = predicate(plan)
+    where, params = predicate(plan.scope)
     conn = open_database(filled.path)
     mirror = RecallMirror()
     try:
@@ -264,7 +293,7 @@ def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
 def test_recall_with_the_mirror_returns_what_the_sql_path_returns(filled: RobotMemory) -> None:
     conn = open_database(filled.path)
     mirror = RecallMirror()
-    index, _ = filled._vector_state()
+    store, index = _vector_index(filled, conn)
     tuning = Tuning(rrf_k=1)
     try:
         cases = [
@@ -280,21 +309,23 @@ def test_recall_with_the_mirror_returns_what_the_sql_path_returns(filled: RobotM
             plan = RecallPlan(
                 query=query, n=8, min_confidence=0.0, collection="manipulation", filter=parse_filter(raw)
             )
-            vector = filled.embedder.embed_one(query, is_query=True)
-            with_sql = run(conn, plan, tuning, index=index, query_vector=vector)
-            with_mirror = run(conn, plan, tuning, index=index, query_vector=vector, mirror=mirror)
+            vector = _query_vector(filled, query)
+            with_sql = _run(store, conn, plan, tuning, vector)
+            with_mirror = _run(store, conn, plan, tuning, vector, mirror)
             assert with_mirror.mode == with_sql.mode == "hybrid"
             # Each channel ranks the same candidates; only the order among equal scores may differ.
-            where, params = predicate(plan)
-            allowed = mirror.allowed(conn, collection="manipulation", min_confidence=0.0, filter=plan.filter)
+            where, params = predicate(plan.scope)
+            sql_source = SqlCandidates(conn, plan.scope, store.vector_index)
+            mirror_source = MirrorCandidates(conn, plan.scope, store.vector_index, mirror)
             bm25 = _fts_scores(conn, query)
             text_sql = [m for m, _ in search.search_fts(conn, fts_query(query) or "", where, params, 50)]
-            text_mirror = _masked_text(mirror, query_tokens(query), allowed, 50)
-            assert text_mirror is not None and len(text_mirror) == len(text_sql) > 0
+            assert sql_source.text(query_tokens(query), 50, 0.0) == text_sql
+            text_mirror = mirror_source.text(query_tokens(query), 50, 0.0)
+            assert len(text_mirror) == len(text_sql) > 0
             assert [bm25[m] for m in text_mirror] == pytest.approx([bm25[m] for m in text_sql], rel=1e-9)
-            cosine = {m: float(index.vector(m) @ vector) for m in set(index.index._rows)}
-            vec_sql = _vector_candidates(conn, index, vector, where, params, 50)
-            vec_mirror = _masked_vectors(index, vector, allowed, 50)
+            cosine = {m: float(index.vector(m) @ vector.vector) for m in set(index.index._rows)}
+            vec_sql = sql_source.vectors(vector, 50)
+            vec_mirror = mirror_source.vectors(vector, 50)
             assert [cosine[m] for m in vec_mirror] == pytest.approx([cosine[m] for m in vec_sql], abs=1e-6)
     finally:
         mirror.close()
@@ -334,7 +365,7 @@ def test_spatial_sort_from_the_mirror_matches_the_sql_path(
         )
     conn = open_database(filled.path)
     mirror = RecallMirror()
-    index, _ = filled._vector_state()
+    store, _ = _vector_index(filled, conn)
     try:
         plan = RecallPlan(
             query=query,
@@ -344,9 +375,9 @@ def test_spatial_sort_from_the_mirror_matches_the_sql_path(
             filter=parse_filter(raw_filter),
             spatial=parse_spatial_sort(raw_spatial),
         )
-        vector = filled.embedder.embed_one(query, is_query=True) if query else None
-        with_sql = run(conn, plan, Tuning(rrf_k=1), index=index, query_vector=vector)
-        with_mirror = run(conn, plan, Tuning(rrf_k=1), index=index, query_vector=vector, mirror=mirror)
+        vector = _query_vector(filled, query) if query else None
+        with_sql = _run(store, conn, plan, Tuning(rrf_k=1), vector)
+        with_mirror = _run(store, conn, plan, Tuning(rrf_k=1), vector, mirror)
         assert [h.spatial_distance for h in with_mirror.hits] == [h.spatial_distance for h in with_sql.hits]
         assert len(with_mirror.hits) > 0
         if not query:  # no channel scores: the order is fully determined
@@ -443,13 +474,12 @@ def test_a_snapshot_older_than_the_mirror_skips_memories_it_cannot_see(
             after.execute("BEGIN")
             mirror.sync(after)  # the mirror now knows the new memory
             plan = RecallPlan(query="sponge", n=5, min_confidence=0.0, collection="default")
-            hits = run(before, plan, Tuning(), index=None, query_vector=None, mirror=mirror).hits
+            store = writer.engine.store
+            assert isinstance(store, SqliteStore)
+            hits = _run(store, before, plan, Tuning(), None, mirror).hits
             assert [h.memory.id for h in hits] == [old]
             mirror.sync(before)  # an older snapshot never moves the mirror back
-            assert {
-                h.memory.id
-                for h in run(after, plan, Tuning(), index=None, query_vector=None, mirror=mirror).hits
-            } == {old, new}
+            assert {h.memory.id for h in _run(store, after, plan, Tuning(), None, mirror).hits} == {old, new}
         finally:
             before.close()
             after.close()
@@ -472,4 +502,5 @@ def test_recall_mirror_false_asks_sqlite_and_ranks_the_same(filled: RobotMemory,
             assert a["mode"] == b["mode"] == "bm25_only"
             assert [m["score"] for m in a["memories"]] == pytest.approx([m["score"] for m in b["memories"]])
             assert a["total"] == b["total"] > 0
-        assert direct._mirror.capacity == 0  # never built
+        assert isinstance(direct.engine.store, SqliteStore)
+        assert direct.engine.store.mirror is None  # none kept

@@ -19,7 +19,7 @@ from robotmem.config import Settings, load_settings
 from robotmem.embedders.fastembed import fastembed_installed
 from robotmem.embedders.hashing import HashingEmbedder
 from robotmem.embedders.none import NullEmbedder
-from robotmem.store.migrations import MIGRATIONS
+from robotmem.store.sqlite.migrations import MIGRATIONS
 
 SHELF_TEXTS = (
     "the oak shelf stores spare grippers",
@@ -263,7 +263,7 @@ def test_background_backfill_stops_on_close(hash64: RobotMemory) -> None:
     assert hash64.start_background_backfill(interval_s=0.05) is True
     assert hash64.start_background_backfill(interval_s=0.05) is False
     assert hash64.background_backfill_running
-    thread = hash64._backfill_thread
+    thread = hash64._background._thread
     hash64.close()
     assert thread is not None and not thread.is_alive()
     with pytest.raises(ValidationError):

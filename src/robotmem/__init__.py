@@ -17,6 +17,15 @@ from robotmem.errors import (
     RobotMemError,
     ValidationError,
 )
+from robotmem.results import (
+    EndSessionResult,
+    ForgetResult,
+    LearnResult,
+    PerceptionResult,
+    RecallResult,
+    StartSessionResult,
+    UpdateResult,
+)
 from robotmem.service import RobotMemory
 
 __version__ = "0.1.0"
@@ -34,48 +43,83 @@ def default_memory() -> RobotMemory:
         return _default
 
 
-def learn(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def learn(
+    insight: str,
+    context: dict[str, Any] | str | None = None,
+    collection: str | None = None,
+    session_id: str | None = None,
+) -> LearnResult:
     """``RobotMemory.learn`` on the default instance."""
-    return default_memory().learn(*args, **kwargs)
+    return default_memory().learn(insight, context, collection, session_id)
 
 
-def recall(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def recall(
+    query: str = "",
+    n: int | None = None,
+    min_confidence: float | None = None,
+    session_id: str | None = None,
+    context_filter: dict[str, Any] | str | None = None,
+    spatial_sort: dict[str, Any] | str | None = None,
+    collection: str | None = None,
+    include_data: bool = False,
+    order: str = "relevance",
+) -> RecallResult:
     """``RobotMemory.recall`` on the default instance."""
-    return default_memory().recall(*args, **kwargs)
+    return default_memory().recall(
+        query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order
+    )
 
 
-def save_perception(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def save_perception(
+    description: str,
+    perception_type: str = "visual",
+    data: Any = None,
+    metadata: Any = None,
+    collection: str | None = None,
+    session_id: str | None = None,
+) -> PerceptionResult:
     """``RobotMemory.save_perception`` on the default instance."""
-    return default_memory().save_perception(*args, **kwargs)
+    return default_memory().save_perception(
+        description, perception_type, data, metadata, collection, session_id
+    )
 
 
-def forget(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def forget(memory_id: int, reason: str) -> ForgetResult:
     """``RobotMemory.forget`` on the default instance."""
-    return default_memory().forget(*args, **kwargs)
+    return default_memory().forget(memory_id, reason)
 
 
-def update(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def update(memory_id: int, new_content: str, context: dict[str, Any] | str | None = None) -> UpdateResult:
     """``RobotMemory.update`` on the default instance."""
-    return default_memory().update(*args, **kwargs)
+    return default_memory().update(memory_id, new_content, context)
 
 
-def start_session(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def start_session(
+    context: dict[str, Any] | str | None = None, collection: str | None = None
+) -> StartSessionResult:
     """``RobotMemory.start_session`` on the default instance."""
-    return default_memory().start_session(*args, **kwargs)
+    return default_memory().start_session(context, collection)
 
 
-def end_session(*args: Any, **kwargs: Any) -> dict[str, Any]:
+def end_session(session_id: str, outcome_score: float | None = None) -> EndSessionResult:
     """``RobotMemory.end_session`` on the default instance."""
-    return default_memory().end_session(*args, **kwargs)
+    return default_memory().end_session(session_id, outcome_score)
 
 
 __all__ = [
     "ConflictError",
     "DatabaseError",
     "EmbeddingError",
+    "EndSessionResult",
+    "ForgetResult",
+    "LearnResult",
     "NotFoundError",
+    "PerceptionResult",
+    "RecallResult",
     "RobotMemError",
     "RobotMemory",
+    "StartSessionResult",
+    "UpdateResult",
     "ValidationError",
     "__version__",
     "default_memory",

@@ -61,3 +61,91 @@ class Session:
     ended_at: str | None
     outcome_score: float | None = None
     summary: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """Everything needed to insert one memory."""
+
+    collection: str
+    type: str
+    content: str
+    content_hash: str | None
+    category: str
+    confidence: float
+    context: dict[str, Any]
+    scope_files: tuple[str, ...]
+    scope_entities: tuple[str, ...]
+    session_id: str | None
+    perception_type: str | None
+    tags: tuple[str, ...]
+    index_body: str
+    created_at: str
+    human_summary: str | None = None
+    data_json: str | None = None
+    metadata_json: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """Filters of a memory listing; ``None`` means no constraint."""
+
+    collection: str | None = None
+    type: str | None = None
+    status: str | None = "active"
+    category: str | None = None
+    perception_type: str | None = None
+    session_id: str | None = None
+    min_confidence: float | None = None
+    max_confidence: float | None = None
+    since: str | None = None
+    until: str | None = None
+    newest_first: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """A session with the counts the session list shows."""
+
+    session: Session
+    memory_count: int
+    successes: int
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityReport:
+    """What the checks found: SQLite's own verdict, counts per check and a few offending ids each."""
+
+    integrity: tuple[str, ...]
+    foreign_keys: int
+    counts: dict[str, int]
+    samples: dict[str, list[Any]]
+    fts_stale: int
+    active_without_vector: int
+    rows: dict[str, int] = field(default_factory=dict)
+    error: str | None = None  # set when the file is too damaged for the index checks to run
+
+    @property
+    def ok(self) -> bool:
+        """True when SQLite reports no corruption and every derived index agrees with the tables."""
+        return (
+            self.error is None
+            and self.integrity == ("ok",)
+            and self.foreign_keys == 0
+            and self.fts_stale == 0
+            and not any(self.counts.values())
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form shown by ``robotmem doctor`` and ``robotmem repair``."""
+        return {
+            "ok": self.ok,
+            "integrity_check": list(self.integrity),
+            "foreign_key_violations": self.foreign_keys,
+            "problems": {**self.counts, "fts_stale": self.fts_stale},
+            "examples": {name: ids for name, ids in self.samples.items() if ids},
+            "active_without_vector": self.active_without_vector,
+            "rows": self.rows,
+            **({"error": self.error} if self.error else {}),
+        }

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from robotmem.adapters.cli import main
-from robotmem.adapters.cli_eval import evaluate, settings_for_mode
+from robotmem.adapters.cli.evaluate import evaluate, settings_for_mode
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
 from robotmem.evaluation import load_eval_set

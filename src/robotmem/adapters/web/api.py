@@ -7,6 +7,7 @@ and returns its result unchanged. Errors travel up to the single handler in ``ro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app
@@ -16,7 +17,7 @@ from flask_openapi3.types import ResponseDict
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from robotmem import RobotMemory
-from robotmem.browse import (
+from robotmem.service.browse import (
     CollectionInput,
     ListMemoriesInput,
     ListSessionsInput,
@@ -108,67 +109,67 @@ def _dump(model: BaseModel) -> dict[str, Any]:
 
 
 @api_bp.get("/doctor", tags=[_browse])
-def doctor() -> dict[str, Any]:
+def doctor() -> Mapping[str, Any]:
     """Health report: database, index consistency, embedder and search mode."""
     return memory().doctor()
 
 
 @api_bp.get("/stats", tags=[_browse])
-def stats(query: CollectionInput) -> dict[str, Any]:
+def stats(query: CollectionInput) -> Mapping[str, Any]:
     """Dashboard totals, categories, collections and per-session outcomes over time."""
     return memory().stats(query.collection)
 
 
 @api_bp.get("/memories", tags=[_browse])
-def list_memories(query: ListMemoriesInput) -> dict[str, Any]:
+def list_memories(query: ListMemoriesInput) -> Mapping[str, Any]:
     """One page of memories with filters (collection, type, status, category, confidence, time, perception)."""
     return memory().list_memories(**_dump(query))
 
 
 @api_bp.get("/search", tags=[_browse])
-def search(query: RecallInput) -> dict[str, Any]:
+def search(query: RecallInput) -> Mapping[str, Any]:
     """Hybrid recall (BM25 + vector), the same as ``recall`` everywhere; JSON parameters as strings."""
     return memory().recall(**_dump(query))
 
 
 @api_bp.get("/sessions", tags=[_browse])
-def list_sessions(query: ListSessionsInput) -> dict[str, Any]:
+def list_sessions(query: ListSessionsInput) -> Mapping[str, Any]:
     """One page of sessions with outcome scores and success rates."""
     return memory().list_sessions(**_dump(query))
 
 
 @api_bp.get("/sessions/<session_id>", tags=[_browse])
-def get_session(path: SessionPath) -> dict[str, Any]:
+def get_session(path: SessionPath) -> Mapping[str, Any]:
     """One session with its outcome."""
     return memory().get_session(path.session_id)
 
 
 @api_bp.get("/sessions/<session_id>/memories", tags=[_browse])
-def session_memories(path: SessionPath) -> dict[str, Any]:
+def session_memories(path: SessionPath) -> Mapping[str, Any]:
     """The episode timeline: the session and its memories in time order."""
     return memory().session_memories(path.session_id)
 
 
 @api_bp.get("/collections", tags=[_browse])
-def collections() -> dict[str, Any]:
+def collections() -> Mapping[str, Any]:
     """Every collection with memory and session counts."""
     return memory().collections()
 
 
 @api_bp.get("/categories", tags=[_browse])
-def categories(query: CollectionInput) -> dict[str, Any]:
+def categories(query: CollectionInput) -> Mapping[str, Any]:
     """Active memories per category, largest first."""
     return memory().categories(query.collection)
 
 
 @api_bp.get("/recent-failures", tags=[_browse])
-def recent_failures(query: RecentFailuresInput) -> dict[str, Any]:
+def recent_failures(query: RecentFailuresInput) -> Mapping[str, Any]:
     """Failed episodes and the lessons drawn from failures."""
     return memory().recent_failures(**_dump(query))
 
 
 @api_bp.get("/spatial", tags=[_browse])
-def spatial(query: SpatialPointsInput) -> dict[str, Any]:
+def spatial(query: SpatialPointsInput) -> Mapping[str, Any]:
     """Positions stored under one spatial.* key, with each memory's task success."""
     return memory().spatial_points(**_dump(query))
 
@@ -177,19 +178,19 @@ def spatial(query: SpatialPointsInput) -> dict[str, Any]:
 
 
 @api_bp.get("/memory/<int:memory_id>", tags=[_memory])
-def get_memory(path: MemoryPath) -> dict[str, Any]:
+def get_memory(path: MemoryPath) -> Mapping[str, Any]:
     """The full record in any status, with perception payload and merged/superseded lineage."""
     return memory().get_memory(path.memory_id)
 
 
 @api_bp.put("/memory/<int:memory_id>", tags=[_memory])
-def put_memory(path: MemoryPath, body: UpdateBody) -> dict[str, Any]:  # type: ignore[valid-type]
+def put_memory(path: MemoryPath, body: UpdateBody) -> Mapping[str, Any]:  # type: ignore[valid-type]
     """Correct the text (and optionally the context); the memory is re-indexed for BM25 and vectors."""
     return memory().update(path.memory_id, **_dump(body))
 
 
 @api_bp.delete("/memory/<int:memory_id>", tags=[_memory])
-def delete_memory(path: MemoryPath, body: ForgetBody) -> dict[str, Any]:  # type: ignore[valid-type]
+def delete_memory(path: MemoryPath, body: ForgetBody) -> Mapping[str, Any]:  # type: ignore[valid-type]
     """Forget the memory (status invalidated, with the reason); recall stops returning it."""
     return memory().forget(path.memory_id, **_dump(body))
 
@@ -198,42 +199,42 @@ def delete_memory(path: MemoryPath, body: ForgetBody) -> dict[str, Any]:  # type
 
 
 @api_bp.post("/learn", tags=[_operations])
-def learn(body: LearnInput) -> dict[str, Any]:
+def learn(body: LearnInput) -> Mapping[str, Any]:
     """Store an experience; a duplicate is a result (status duplicate), not an error."""
     return memory().learn(**_dump(body))
 
 
 @api_bp.post("/recall", tags=[_operations])
-def recall(body: RecallInput) -> dict[str, Any]:
+def recall(body: RecallInput) -> Mapping[str, Any]:
     """Find the most relevant memories (JSON body; context_filter and spatial_sort as objects)."""
     return memory().recall(**_dump(body))
 
 
 @api_bp.post("/save_perception", tags=[_operations])
-def save_perception(body: SavePerceptionInput) -> dict[str, Any]:
+def save_perception(body: SavePerceptionInput) -> Mapping[str, Any]:
     """Store a sensor reading or trajectory."""
     return memory().save_perception(**_dump(body))
 
 
 @api_bp.post("/forget", tags=[_operations])
-def forget(body: ForgetInput) -> dict[str, Any]:
+def forget(body: ForgetInput) -> Mapping[str, Any]:
     """Mark a memory as wrong so recall stops returning it."""
     return memory().forget(**_dump(body))
 
 
 @api_bp.post("/update", tags=[_operations])
-def update(body: UpdateInput) -> dict[str, Any]:
+def update(body: UpdateInput) -> Mapping[str, Any]:
     """Correct the text (and optionally the context) of a memory."""
     return memory().update(**_dump(body))
 
 
 @api_bp.post("/start_session", tags=[_operations])
-def start_session(body: StartSessionInput) -> dict[str, Any]:
+def start_session(body: StartSessionInput) -> Mapping[str, Any]:
     """Begin an episode."""
     return memory().start_session(**_dump(body))
 
 
 @api_bp.post("/end_session", tags=[_operations])
-def end_session(body: EndSessionInput) -> dict[str, Any]:
+def end_session(body: EndSessionInput) -> Mapping[str, Any]:
     """End an episode: summarise, consolidate, decay, and return related memories."""
     return memory().end_session(**_dump(body))

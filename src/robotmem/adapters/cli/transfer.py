@@ -9,36 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-from robotmem.adapters.cli import open_memory, print_json
-
-
-class ProgressBars:
-    """A ``progress(stage, advance, total)`` callback that draws one tqdm bar per stage on stderr."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self._bars: dict[str, Any] = {}
-
-    def __call__(self, stage: str, advance: int, total: int) -> None:
-        if not self.enabled:
-            return
-        bar = self._bars.get(stage)
-        if bar is None:
-            try:
-                from tqdm import tqdm
-            except ImportError:  # the bars are a convenience; the command works without them
-                self.enabled = False
-                return
-            bar = tqdm(total=total, desc=stage, unit="memory", file=sys.stderr, dynamic_ncols=True)
-            self._bars[stage] = bar
-        if advance:
-            bar.update(advance)
-
-    def close(self) -> None:
-        """Finish every bar."""
-        for bar in self._bars.values():
-            bar.close()
-        self._bars.clear()
+from robotmem.adapters.cli.common import ProgressBars, open_memory, print_json, progress_options
 
 
 def _with_bars(args: argparse.Namespace, run: Any) -> dict[str, Any]:
@@ -97,10 +68,7 @@ def _import(args: argparse.Namespace) -> int:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``embed``, ``export`` and ``import`` commands to the ``robotmem`` parser."""
-    progress = argparse.ArgumentParser(add_help=False)
-    progress.add_argument(
-        "--no-progress", dest="no_progress", action="store_true", help="draw no progress bar on stderr"
-    )
+    progress = progress_options()
 
     embed = sub.add_parser("embed", help="vectors: backfill, re-embed with another model, status")
     embed_sub = embed.add_subparsers(dest="embed_command", metavar="EMBED_COMMAND", required=True)

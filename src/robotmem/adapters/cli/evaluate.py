@@ -132,19 +132,19 @@ def load_documents(mem: RobotMemory, eval_set: EvalSet) -> LoadedSet:
     for document in eval_set.documents:
         collection = document.collection if keep else SHARED_COLLECTION
         if document.type == "perception":
-            result = mem.save_perception(
+            stored = mem.save_perception(
                 description=document.text,
                 perception_type=document.perception_type or "visual",
                 collection=collection,
             )
-            memory_id = int(result["memory_id"])
+            memory_id = int(stored["memory_id"])
         else:
-            result = mem.learn(insight=document.text, context=dict(document.context), collection=collection)
-            if result["status"] == "duplicate":
+            learned = mem.learn(insight=document.text, context=dict(document.context), collection=collection)
+            if learned["status"] == "duplicate":
                 loaded.duplicates.append(document.id)
-                memory_id = int(result["existing_id"])
+                memory_id = int(learned["existing_id"])
             else:
-                memory_id = int(result["memory_id"])
+                memory_id = int(learned["memory_id"])
         loaded.memory_of[document.id] = memory_id
         loaded.document_of.setdefault(memory_id, document.id)
     loaded.load_s = time.perf_counter() - started

@@ -1,18 +1,16 @@
-"""The ``robotmem`` command: the seven operations, demo, doctor, and the servers."""
+"""``robotmem demo`` and the seven operations as commands (``learn``, ``recall``, ``save-perception``, …)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
-import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from robotmem import RobotMemError, RobotMemory
+from robotmem import RobotMemory
+from robotmem.adapters.cli.common import open_memory, print_json
 from robotmem.config import load_settings
 
 QUICK_START_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -46,22 +44,6 @@ QUICK_START_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
-def print_json(value: Any) -> None:
-    """Print a result as indented JSON on stdout (the output of every command)."""
-    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
-
-
-def open_memory(args: argparse.Namespace) -> RobotMemory:
-    """Return the RobotMemory the common options (--db, --collection, --embed-backend) select."""
-    settings = load_settings(os.environ)
-    return RobotMemory(
-        getattr(args, "db", None),
-        getattr(args, "collection", None),
-        getattr(args, "embed_backend", None),
-        settings=settings,
-    )
-
-
 def _demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="robotmem-demo-") as home:
         path = Path(home) / "memory.db"
@@ -87,13 +69,6 @@ def _demo(args: argparse.Namespace) -> int:
                 {"search_mode": report["search_mode"], "embedder": report["embedder"], "ok": report["ok"]}
             )
     return 0
-
-
-def _doctor(args: argparse.Namespace) -> int:
-    with open_memory(args) as mem:
-        report = mem.doctor()
-    print_json(report)
-    return 0 if report["ok"] else 1
 
 
 def _operation(name: str) -> Callable[[argparse.Namespace], int]:
@@ -130,50 +105,12 @@ _OPERATION_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _mcp(args: argparse.Namespace) -> int:
-    from robotmem.adapters.mcp import serve
-
-    serve(db=args.db, collection=args.collection, embed_backend=args.embed_backend)
-    return 0
-
-
-def _web(args: argparse.Namespace) -> int:
-    from robotmem.adapters.web import serve
-
-    serve(
-        host=args.host,
-        port=args.port,
-        db=args.db,
-        collection=args.collection,
-        embed_backend=args.embed_backend,
-    )
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of the ``robotmem`` command."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="database file (default: $ROBOTMEM_HOME/memory.db)")
-    common.add_argument("--collection", help="collection to use (default: 'default')")
-    common.add_argument(
-        "--embed-backend",
-        dest="embed_backend",
-        choices=["auto", "bundled", "onnx", "ollama", "openai", "hash", "none"],
-    )
-    parser = argparse.ArgumentParser(prog="robotmem", description="Experience memory for robots.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``demo`` and one command per operation."""
 
     sub.add_parser("demo", parents=[common], help="run the quick start on a throwaway database").set_defaults(
         run=_demo
     )
-    sub.add_parser("doctor", parents=[common], help="check the database, indexes and embedder").set_defaults(
-        run=_doctor
-    )
-    sub.add_parser("mcp", parents=[common], help="serve MCP over stdio").set_defaults(run=_mcp)
-    web = sub.add_parser("web", parents=[common], help="serve the web UI and REST API")
-    web.add_argument("--host", default="127.0.0.1")
-    web.add_argument("--port", type=int, default=7878)
-    web.set_defaults(run=_web)
 
     p = sub.add_parser("learn", parents=[common], help="store an experience")
     p.add_argument("insight")
@@ -217,47 +154,3 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("session_id")
     p.add_argument("--outcome-score", dest="outcome_score", type=float)
     p.set_defaults(run=_operation("end_session"))
-    for register in _extension_registrars():
-        register(sub, common)
-    return parser
-
-
-def _extension_registrars() -> list[Callable[[Any, argparse.ArgumentParser], None]]:
-    """Return the ``register(subparsers, common)`` functions of the command groups in their own modules."""
-    import importlib
-
-    registrars = []
-    for module_name in ("cli_maintenance", "cli_transfer", "cli_eval"):
-        try:
-            module = importlib.import_module(f"robotmem.adapters.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"robotmem.adapters.{module_name}":
-                raise
-            continue
-        registrars.append(module.register)
-    return registrars
-
-
-def configure_logging(level: str) -> None:
-    """Send robotmem's logs to stderr (stdout belongs to command output and the MCP protocol)."""
-    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("robotmem").setLevel(level.upper())
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; with no command, serve MCP over stdio."""
-    args = build_parser().parse_args(argv)
-    if args.command is None:
-        args = build_parser().parse_args(["mcp", *(argv or [])])
-    try:
-        configure_logging(load_settings(os.environ).log_level)
-        return int(args.run(args))
-    except RobotMemError as exc:
-        print(f"Error: {exc.message}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

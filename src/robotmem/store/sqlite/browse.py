@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
-from robotmem.records import Memory, Session
-from robotmem.store import memories, sessions
+from robotmem.records import Memory, MemoryQuery, SessionRow
+from robotmem.results import CollectionSummary
+from robotmem.store.sqlite import memories, sessions
 
 # Categories that hold lessons drawn from a failure.
 FAILURE_CATEGORIES = ("root_cause", "postmortem", "gotcha")
@@ -33,33 +33,6 @@ _SESSION_SELECT = (
     " AND json_type(m.context, '$.task.success') = 'false') AS failures "
     "FROM sessions s LEFT JOIN session_outcomes o ON o.session_id = s.id"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryQuery:
-    """Filters of a memory listing; ``None`` means no constraint."""
-
-    collection: str | None = None
-    type: str | None = None
-    status: str | None = "active"
-    category: str | None = None
-    perception_type: str | None = None
-    session_id: str | None = None
-    min_confidence: float | None = None
-    max_confidence: float | None = None
-    since: str | None = None
-    until: str | None = None
-    newest_first: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    """A session with the counts the session list shows."""
-
-    session: Session
-    memory_count: int
-    successes: int
-    failures: int
 
 
 def memory_predicate(query: MemoryQuery) -> tuple[str, dict[str, Any]]:
@@ -153,7 +126,7 @@ def category_counts(conn: sqlite3.Connection, collection: str | None) -> list[tu
     return [(str(category), int(count)) for category, count in rows]
 
 
-def collection_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def collection_rows(conn: sqlite3.Connection) -> list[CollectionSummary]:
     """Return every collection with its memory and session counts and latest activity."""
     rows = conn.execute(
         "SELECT name, SUM(total), SUM(active), SUM(sessions), MAX(last_at) FROM ("

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from robotmem.store import vectors
+from robotmem.store.sqlite import vectors
 
 
 def _one(conn: sqlite3.Connection, sql: str) -> Any:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robotmem.store import vectors
-from robotmem.store.migrations import FTS_TOKENIZER
-from robotmem.store.mirror import bump_fts_epoch
+from robotmem.records import IntegrityReport
+from robotmem.store.sqlite import fts, vectors
 from robotmem.text import index_text
 
 # Each check is a name, the SQL that lists offending ids (at most ``:limit``) and the SQL counting them.
@@ -61,44 +59,6 @@ _ID_COLUMN = {
     "sessions_inconsistent": "s.id",
 }
 SAMPLE = 20
-
-
-@dataclass(frozen=True, slots=True)
-class IntegrityReport:
-    """What the checks found: SQLite's own verdict, counts per check and a few offending ids each."""
-
-    integrity: tuple[str, ...]
-    foreign_keys: int
-    counts: dict[str, int]
-    samples: dict[str, list[Any]]
-    fts_stale: int
-    active_without_vector: int
-    rows: dict[str, int] = field(default_factory=dict)
-    error: str | None = None  # set when the file is too damaged for the index checks to run
-
-    @property
-    def ok(self) -> bool:
-        """True when SQLite reports no corruption and every derived index agrees with the tables."""
-        return (
-            self.error is None
-            and self.integrity == ("ok",)
-            and self.foreign_keys == 0
-            and self.fts_stale == 0
-            and not any(self.counts.values())
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON-ready form shown by ``robotmem doctor`` and ``robotmem repair``."""
-        return {
-            "ok": self.ok,
-            "integrity_check": list(self.integrity),
-            "foreign_key_violations": self.foreign_keys,
-            "problems": {**self.counts, "fts_stale": self.fts_stale},
-            "examples": {name: ids for name, ids in self.samples.items() if ids},
-            "active_without_vector": self.active_without_vector,
-            "rows": self.rows,
-            **({"error": self.error} if self.error else {}),
-        }
 
 
 def _scalar(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None) -> int:
@@ -183,27 +143,9 @@ def _check_indexes(conn: sqlite3.Connection, integrity: tuple[str, ...]) -> Inte
 
 
 def rebuild_fts(conn: sqlite3.Connection) -> int:
-    """Drop and recreate the FTS table from the content of every active memory; return the rows indexed.
-
-    Dropping (rather than deleting rows) also recovers from a damaged FTS index, whose shadow tables
-    may refuse ordinary deletes.
-    """
-    conn.execute("DROP TABLE IF EXISTS memories_fts")
-    conn.execute(f'CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize = "{FTS_TOKENIZER}")')
-    bump_fts_epoch(conn)
-    count = 0
-    batch: list[dict[str, Any]] = []
-    insert = "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)"
-    for memory_id, content in conn.execute(
-        "SELECT id, content FROM memories WHERE status = 'active' ORDER BY id"
-    ).fetchall():
-        batch.append({"id": memory_id, "body": index_text(content)})
-        if len(batch) >= 500:
-            conn.executemany(insert, batch)
-            count += len(batch)
-            batch = []
-    conn.executemany(insert, batch)
-    return count + len(batch)
+    """Drop and recreate the FTS table from the content of every active memory; return the rows indexed."""
+    rows = conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id").fetchall()
+    return fts.rebuild(conn, ((memory_id, index_text(content)) for memory_id, content in rows))
 
 
 def _ids(conn: sqlite3.Connection, name: str) -> list[Any]:

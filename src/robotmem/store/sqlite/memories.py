@@ -6,40 +6,19 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
-from robotmem.records import Memory
+from robotmem.records import Memory, NewMemory
+from robotmem.store.sqlite import fts
 
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
     "m.perception_type, m.created_at, m.updated_at, m.access_count, m.context, m.status, m.superseded_by, "
     "m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, m.invalidated_reason, m.embedding_model"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class NewMemory:
-    """Everything needed to insert one memory."""
-
-    collection: str
-    type: str
-    content: str
-    content_hash: str | None
-    category: str
-    confidence: float
-    context: dict[str, Any]
-    scope_files: tuple[str, ...]
-    scope_entities: tuple[str, ...]
-    session_id: str | None
-    perception_type: str | None
-    tags: tuple[str, ...]
-    index_body: str
-    created_at: str
-    human_summary: str | None = None
-    data_json: str | None = None
-    metadata_json: str | None = None
 
 
 def _dumps(value: Any) -> str:
@@ -85,10 +64,7 @@ def insert_many(conn: sqlite3.Connection, news: Sequence[NewMemory]) -> list[int
     The memory rows go in one by one (each id comes from SQLite), then each other table takes one statement.
     """
     ids = [_insert_row(conn, new) for new in news]
-    conn.executemany(
-        "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)",
-        [{"id": memory_id, "body": new.index_body} for memory_id, new in zip(ids, news, strict=True)],
-    )
+    fts.add(conn, [(memory_id, new.index_body) for memory_id, new in zip(ids, news, strict=True)])
     # Fresh ids (AUTOINCREMENT never reuses one) have no tags yet: nothing to replace, only to insert.
     conn.executemany(
         "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, 'auto')",
@@ -282,10 +258,7 @@ def replace_content(
             "now": now,
         },
     )
-    conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
-    conn.execute(
-        "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)", {"id": memory_id, "body": index_body}
-    )
+    fts.replace(conn, memory_id, index_body)
     set_tags(conn, memory_id, tags)
 
 
@@ -295,7 +268,7 @@ def invalidate(conn: sqlite3.Connection, memory_id: int, reason: str, now: str) 
         "UPDATE memories SET status = 'invalidated', invalidated_reason = :reason, updated_at = :now WHERE id = :id",
         {"id": memory_id, "reason": reason, "now": now},
     )
-    conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
+    fts.remove(conn, [memory_id])
 
 
 def supersede(conn: sqlite3.Connection, representative: int, merged: Sequence[int], now: str) -> None:
@@ -305,7 +278,7 @@ def supersede(conn: sqlite3.Connection, representative: int, merged: Sequence[in
             "UPDATE memories SET status = 'superseded', superseded_by = :rep, updated_at = :now WHERE id = :id",
             {"rep": representative, "now": now, "id": memory_id},
         )
-        conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
+    fts.remove(conn, merged)
     row = conn.execute("SELECT merged_ids FROM memories WHERE id = :id", {"id": representative}).fetchone()
     merged_ids = list(dict.fromkeys([*json.loads(row[0] or "[]"), *merged]))
     conn.execute(
@@ -323,17 +296,46 @@ def record_access(conn: sqlite3.Connection, counts: dict[int, int], now: str) ->
     )
 
 
-def decay(conn: sqlite3.Connection, collection: str, now: str, protected: Sequence[str]) -> int:
+def decay(conn: sqlite3.Connection, collection: str, now: str, protected: Sequence[str], rate: float) -> int:
     """Recompute confidence from ``base_confidence`` and days since last access; return how many changed.
 
-    Uses the SQL function ``robotmem_decay(base, since, now)`` registered by the service, so the same
+    Uses the SQL function ``robotmem_decay(base, since, now, rate)`` (``register_functions``), so the same
     elapsed time always gives the same value however often this runs.
     """
     marks = ",".join("?" * len(protected))
     cursor = conn.execute(
-        "UPDATE memories SET confidence = robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?) "
+        "UPDATE memories SET confidence = robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?, ?) "
         f"WHERE collection = ? AND status = 'active' AND category NOT IN ({marks}) "
-        "AND abs(confidence - robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?)) > 1e-9",
-        [now, collection, *protected, now],
+        "AND abs(confidence - robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?, ?)) > 1e-9",
+        [now, rate, collection, *protected, now, rate],
     )
     return int(cursor.rowcount)
+
+
+def _decay(base: float, since: str, now: str, rate: float) -> float:
+    elapsed = (datetime.fromisoformat(now) - datetime.fromisoformat(since)).total_seconds() / 86400.0
+    return decayed_confidence(base, elapsed, rate)
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """Register the SQL functions the store's statements call (``robotmem_decay``) on ``conn``."""
+    conn.create_function("robotmem_decay", 4, _decay, deterministic=True)
+
+
+def consolidation_candidates(conn: sqlite3.Connection, session_id: str, collection: str) -> list[Candidate]:
+    """Return the active facts of the session in ``collection`` (what consolidation may merge)."""
+    rows = conn.execute(
+        "SELECT id, category, confidence, access_count, created_at, content FROM memories "
+        "WHERE session_id = :session AND collection = :collection AND status = 'active' AND type = 'fact'",
+        {"session": session_id, "collection": collection},
+    )
+    return [Candidate(*row) for row in rows]
+
+
+def session_texts(conn: sqlite3.Connection, session_id: str, limit: int) -> list[str]:
+    """Return the contents of the session's active memories, smallest id first, up to ``limit``."""
+    rows = conn.execute(
+        "SELECT content FROM memories WHERE session_id = :id AND status = 'active' ORDER BY id LIMIT :limit",
+        {"id": session_id, "limit": limit},
+    )
+    return [str(row[0]) for row in rows]

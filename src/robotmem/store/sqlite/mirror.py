@@ -13,7 +13,22 @@ candidate) and for BM25 over every row sharing a query word. Both grow with the 
 
 Every write to ``memories`` or ``memory_tags`` records the memory in ``memory_changes`` (triggers of
 schema version 3), so a sync reads only what changed since the last one — from this process or any
-other. ``rebuild_fts`` bumps ``meta.fts_epoch``, which makes the next sync reload everything.
+other. ``fts.rebuild`` bumps ``meta.fts_epoch``, which makes the next sync reload everything.
+
+What keeps the mirror right — check each when a change touches storage or filters
+(``tests/store/sqlite/test_mirror_invariants.py`` checks the first three):
+
+1. Trigger columns: every column of ``memories`` a recall reads (``_ROWS`` here, ``filters.RECORD_FIELDS``,
+   ``context``) is in ``migrations._TRACKED``, so an UPDATE of it is logged. Adding a column that recall
+   reads means a migration that recreates the update trigger with it.
+2. Volatile fields: a filterable field written without a logged change (``access_count``, bumped by every
+   recall) is in ``_VOLATILE``; conditions on it are evaluated afresh each recall, never cached.
+3. Filterable record fields: every key of ``filters.RECORD_FIELDS`` is either tracked (1), volatile (2),
+   ``id`` (never changes) or ``tags`` (``memory_tags`` has insert and delete triggers).
+4. Mirrored columns: a column added to ``_ROWS`` is reset for changed memories in ``_apply`` and grown in
+   ``_reserve``, like the others.
+5. Every FTS write is logged: rows of ``memories_fts`` change only through ``store/sqlite/fts.py``, which
+   records each memory it touches in ``memory_changes`` (or bumps ``fts_epoch`` for a rebuild).
 """
 
 from __future__ import annotations
@@ -31,8 +46,8 @@ import numpy.typing as npt
 from robotmem.filters import All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
 from robotmem.spatial import MAX_DIMENSIONS, coordinates_at
-from robotmem.store import search
-from robotmem.store.migrations import FTS_TOKENIZER
+from robotmem.store.sqlite import search
+from robotmem.store.sqlite.migrations import FTS_TOKENIZER
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -503,11 +518,3 @@ class RecallMirror:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))  # a bool is bound as 1/0, as SQLite's JSON gives it
-
-
-def bump_fts_epoch(conn: sqlite3.Connection) -> None:
-    """Record that the FTS index was rebuilt, so every mirror reloads on its next sync."""
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('fts_epoch', '1') "
-        "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
-    )

@@ -111,6 +111,12 @@ def select_ids(
     return [int(r[0]) for r in conn.execute(sql, bound)]
 
 
+def first_ids(conn: sqlite3.Connection, predicate: str, params: dict[str, Any], limit: int) -> list[int]:
+    """Return up to ``limit`` ids passing ``predicate``, smallest first."""
+    sql = f"SELECT m.id FROM memories m WHERE {predicate} ORDER BY m.id LIMIT :first_limit"
+    return [int(r[0]) for r in conn.execute(sql, {**params, "first_limit": limit})]
+
+
 def coordinates(
     conn: sqlite3.Connection, path: Sequence[str], predicate: str, params: dict[str, Any]
 ) -> dict[int, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from robotmem.store import vectors
+from robotmem.store.sqlite import vectors
 from robotmem.vectors import FloatArray, encode_vector
 
 _REINDEX_MODEL_KEY = "reindex_model_id"

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from robotmem.errors import RobotMemError
-from robotmem.store import memories
-from robotmem.store.connection import open_database, write
+from robotmem.store.sqlite import memories
+from robotmem.store.sqlite.connection import open_database, write
 
 log = logging.getLogger("robotmem.store")
 

@@ -1,11 +1,11 @@
-"""Maintenance commands: ``robotmem repair``, ``robotmem backup PATH`` and ``robotmem doctor --repair``."""
+"""``robotmem doctor [--repair]``, ``robotmem check``, ``robotmem repair`` and ``robotmem backup PATH``."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from robotmem.adapters.cli import open_memory, print_json
+from robotmem.adapters.cli.common import open_memory, print_json
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -28,24 +28,25 @@ def _backup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _doctor_with_repair(plain_doctor: Any) -> Any:
-    """Return a ``doctor`` runner that repairs first when ``--repair`` is given."""
-
-    def run(args: argparse.Namespace) -> int:
-        if not getattr(args, "repair", False):
-            return int(plain_doctor(args))
-        with open_memory(args) as mem:
-            repaired = mem.repair()
+def _doctor(args: argparse.Namespace) -> int:
+    with open_memory(args) as mem:
+        if not args.repair:
             report = mem.doctor()
-        report["repair"] = repaired
-        print_json(report)
-        return 0 if repaired["ok"] and report["ok"] else 1
-
-    return run
+            print_json(report)
+            return 0 if report["ok"] else 1
+        repaired = mem.repair()
+        report = mem.doctor()
+    print_json({**report, "repair": repaired})
+    return 0 if repaired["ok"] and report["ok"] else 1
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``repair``, ``check`` and ``backup``, and give the existing ``doctor`` a ``--repair`` flag."""
+    """Add ``doctor``, ``repair``, ``check`` and ``backup``."""
+    doctor = subparsers.add_parser(
+        "doctor", parents=[common], help="check the database, indexes and embedder"
+    )
+    doctor.add_argument("--repair", action="store_true", help="rebuild the search indexes first, then report")
+    doctor.set_defaults(run=_doctor)
     subparsers.add_parser(
         "repair", parents=[common], help="rebuild the search indexes from the memories table"
     ).set_defaults(run=_repair)
@@ -57,9 +58,3 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     backup.add_argument("path", help="the backup file to create (must not exist)")
     backup.set_defaults(run=_backup)
-    doctor = subparsers.choices.get("doctor")
-    if doctor is not None:
-        doctor.add_argument(
-            "--repair", action="store_true", help="rebuild the search indexes first, then report"
-        )
-        doctor.set_defaults(run=_doctor_with_repair(doctor.get_default("run")))

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from robotmem.errors import DatabaseError
-from robotmem.store.connection import write
+from robotmem.store.sqlite.connection import write
 from robotmem.taxonomy import tag_rows
 
 # FTS5 sees the tokens text.index_text() produced; '_' and '.' stay inside words so grip_force and

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from robotmem.store import vectors
+from robotmem.store.sqlite import fts, vectors
 
 # Columns holding JSON text: exported parsed, stored back as compact JSON.
 MEMORY_JSON_COLUMNS = frozenset({"context", "scope_files", "scope_entities", "merged_ids"})
@@ -221,12 +221,7 @@ def write_derived(
     perception: tuple[str | None, str | None] | None,
 ) -> None:
     """Replace the FTS row (None: none, for memories that are not active), tags and perception payload."""
-    conn.execute("DELETE FROM memories_fts WHERE rowid = :id", {"id": memory_id})
-    if index_body is not None:
-        conn.execute(
-            "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)",
-            {"id": memory_id, "body": index_body},
-        )
+    fts.replace(conn, memory_id, index_body)
     conn.execute("DELETE FROM memory_tags WHERE memory_id = :id", {"id": memory_id})
     conn.executemany(
         "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, :source)",

@@ -1,0 +1,81 @@
+"""What every command shares: the common options, opening the memory, JSON output, progress bars, logging."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+from robotmem import RobotMemory
+from robotmem.config import load_settings
+
+EMBED_BACKENDS = ["auto", "bundled", "onnx", "ollama", "openai", "hash", "none"]
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Return the parent parser of ``--db``, ``--collection`` and ``--embed-backend``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", help="database file (default: $ROBOTMEM_HOME/memory.db)")
+    common.add_argument("--collection", help="collection to use (default: 'default')")
+    common.add_argument("--embed-backend", dest="embed_backend", choices=EMBED_BACKENDS)
+    return common
+
+
+def progress_options() -> argparse.ArgumentParser:
+    """Return the parent parser of ``--no-progress``."""
+    progress = argparse.ArgumentParser(add_help=False)
+    progress.add_argument(
+        "--no-progress", dest="no_progress", action="store_true", help="draw no progress bar on stderr"
+    )
+    return progress
+
+
+def print_json(value: Any) -> None:
+    """Print a result as indented JSON on stdout (the output of every command)."""
+    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def open_memory(args: argparse.Namespace) -> RobotMemory:
+    """Return the RobotMemory the common options (--db, --collection, --embed-backend) select."""
+    settings = load_settings(os.environ)
+    return RobotMemory(
+        getattr(args, "db", None),
+        getattr(args, "collection", None),
+        getattr(args, "embed_backend", None),
+        settings=settings,
+    )
+
+
+class ProgressBars:
+    """A ``progress(stage, advance, total)`` callback that draws one tqdm bar per stage on stderr."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._bars: dict[str, Any] = {}
+
+    def __call__(self, stage: str, advance: int, total: int) -> None:
+        if not self.enabled:
+            return
+        bar = self._bars.get(stage)
+        if bar is None:
+            from tqdm import tqdm  # imported on first use: most commands draw no bar
+
+            bar = tqdm(total=total, desc=stage, unit="memory", file=sys.stderr, dynamic_ncols=True)
+            self._bars[stage] = bar
+        if advance:
+            bar.update(advance)
+
+    def close(self) -> None:
+        """Finish every bar."""
+        for bar in self._bars.values():
+            bar.close()
+        self._bars.clear()
+
+
+def configure_logging(level: str) -> None:
+    """Send robotmem's logs to stderr (stdout belongs to command output and the MCP protocol)."""
+    logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("robotmem").setLevel(level.upper())

@@ -1,0 +1,17 @@
+"""The service: ``RobotMemory`` (the facade every surface calls) and the feature modules behind it.
+
+facade.py      RobotMemory — the table of contents of the API, one-line delegations
+engine.py      Engine — store, settings, clock, embedder, the current session
+memories.py    learn, update, forget, get_memory (dedup on learn)
+perceptions.py save_perception, save_perceptions
+sessions.py    start_session, end_session (consolidation, decay, related memories), get_session
+recall.py      the recall pipeline over the store's candidate channels
+browse.py      read-only views for dashboards and the web UI
+maintenance.py doctor, integrity_report, repair, backup
+transfer.py    export and import as JSON Lines
+backfill.py    vectors for memories without one, re-embedding, the background backfill thread
+"""
+
+from robotmem.service.facade import RobotMemory
+
+__all__ = ["RobotMemory"]

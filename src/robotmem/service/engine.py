@@ -1,0 +1,143 @@
+"""The ``Engine``: what every feature module of the service works with.
+
+It holds the store (transactions), the settings, the clock, the embedder (created on first use), the
+default collection and the session writes join. Feature modules (``memories``, ``sessions``, ``recall``,
+``browse``, ``maintenance``, ``transfer``, ``backfill``) are functions that take the engine as their
+first argument; ``RobotMemory`` is the facade that owns one engine and delegates to them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TypeVar
+
+from robotmem.config import Settings
+from robotmem.embedders import Embedder, create_embedder
+from robotmem.errors import EmbeddingError
+from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
+from robotmem.validation import parse_name
+
+log = logging.getLogger("robotmem")
+T = TypeVar("T")
+
+
+def utc_now() -> datetime:
+    """The default clock."""
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime) -> str:
+    """Return ``moment`` as the ISO 8601 UTC text every stored time uses (microseconds, ``+00:00``)."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+class Engine:
+    """Store, settings, clock and embedder of one ``RobotMemory``; safe to share across threads."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.collection = settings.collection
+        self.clock = clock
+        self._embedder = embedder
+        # The session most recently started through this engine and not yet ended: writes without a
+        # session_id join it.
+        self.current_session: str | None = None
+
+    def now(self) -> str:
+        """Return the clock's time as stored text."""
+        return iso(self.clock())
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder in use (created on first use from the settings)."""
+        if self._embedder is None:
+            self._embedder = create_embedder(self.settings)
+        return self._embedder
+
+    def read(self, work: Callable[[StoreTx], T]) -> T:
+        """Run ``work`` on one snapshot of the store."""
+        return self.store.read(work)
+
+    def write(self, work: Callable[[StoreTx], T]) -> T:
+        """Run ``work`` in one write transaction (all or nothing)."""
+        return self.store.write(work)
+
+    def collection_or_default(self, raw: str | None) -> str:
+        """Return the validated collection ``raw``, or the engine's default for None."""
+        return self.collection if raw is None else parse_name("collection", raw)
+
+    def vector_model(self) -> tuple[tuple[str, int] | None, str]:
+        """Return ``((model_id, dim), "ok")`` when vector search can run, else ``(None, reason)``.
+
+        It cannot when the embedder is unavailable or differs from the model the stored vectors were
+        made with (re-embedding fixes that; vectors of two models are never compared).
+        """
+        embedder = self.embedder
+        if not embedder.available:
+            return None, embedder.status
+        stored = self.read(lambda tx: tx.vectors.stored_model())
+        try:
+            dim = embedder.dim  # an HTTP embedder may have to ask its server
+        except EmbeddingError as exc:
+            return None, exc.message
+        if stored is not None and (stored[0] != embedder.model_id or stored[1] != dim):
+            return None, (
+                f"the database holds vectors of {stored[0]} ({stored[1]}-d) but the embedder is "
+                f"{embedder.model_id} ({dim}-d); run `robotmem embed reindex` to re-embed"
+            )
+        return (embedder.model_id, dim), "ok"
+
+    def embed(self, text: str, *, is_query: bool) -> VectorQuery | None:
+        """Embed ``text`` when vector search can run; None otherwise or when the embedder fails.
+
+        A failing embedder never fails the operation: a write is stored without a vector (backfill adds it
+        later) and a recall runs on BM25 alone.
+        """
+        model, _ = self.vector_model()
+        if model is None:
+            return None
+        try:
+            vector = self.embedder.embed_one(text, is_query=is_query)
+        except EmbeddingError as exc:
+            log.warning("embedding failed, continuing without a vector: %s", exc)
+            return None
+        return VectorQuery(vector, model[0], model[1])
+
+    def store_vector(self, tx: StoreTx, memory_id: int, vector: FloatArray | None) -> None:
+        """Store ``vector`` for ``memory_id`` (recording the embedder's model on the first vector)."""
+        if vector is None:
+            return
+        embedder = self.embedder
+        if tx.vectors.stored_model() is None:
+            tx.vectors.record_model(embedder.model_id, embedder.dim)
+        tx.vectors.put(memory_id, vector, embedder.model_id)
+
+    def session_for_write(self, tx: StoreTx, raw: str | None) -> str | None:
+        """Return the session a write joins: ``raw`` (which must be active), else the current one if still active."""
+        if raw is None:
+            current = self.current_session
+            if current is not None and tx.sessions.get(current).status != "active":
+                return None  # ended through another door: later memories belong to no episode
+            return current
+        session_id = parse_name("session_id", raw)
+        tx.sessions.get_active(session_id)
+        return session_id
+
+    def warm_up(self) -> None:
+        """Load the embedder, the vector index and any recall cache now instead of on first use."""
+        model, _ = self.vector_model()
+        self.store.warm_up(*(model if model is not None else (None, None)))
+
+    def close(self) -> None:
+        """Close the store (queued access counts are written first)."""
+        self.store.close()

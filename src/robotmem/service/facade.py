@@ -1,0 +1,440 @@
+"""``RobotMemory``: the one API every surface (SDK, MCP, REST, CLI) calls.
+
+Each method is a one-line delegation to a feature module (``robotmem.service.*``) with the method's
+engine; this class is the table of contents of the API. Every method returns the JSON-ready shape of
+``robotmem.results`` and raises ``RobotMemError`` subclasses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from robotmem.config import Settings, load_settings
+from robotmem.embedders import Embedder
+from robotmem.results import (
+    BackfillResult,
+    BackupResult,
+    CategoriesResult,
+    CollectionsResult,
+    DoctorReport,
+    EmbeddingStatus,
+    EndSessionResult,
+    ExportResult,
+    FailuresResult,
+    ForgetResult,
+    ImportResult,
+    IntegrityResult,
+    LearnResult,
+    MemoryDetail,
+    MemoryPage,
+    PerceptionResult,
+    RecallResult,
+    ReindexResult,
+    RepairResult,
+    SessionPage,
+    SessionRecord,
+    SessionTimeline,
+    SpatialPointsResult,
+    StartSessionResult,
+    Stats,
+    UpdateResult,
+)
+from robotmem.service import backfill, browse, maintenance, memories, perceptions, recall, sessions, transfer
+from robotmem.service.backfill import DEFAULT_BATCH_SIZE, BackgroundBackfill, Progress
+from robotmem.service.engine import Engine, iso, utc_now
+from robotmem.service.transfer import IMPORT_BATCH_SIZE
+from robotmem.store import open_store
+from robotmem.validation import parse_name
+
+
+class RobotMemory:
+    """Experience memory on one SQLite file.
+
+    ``db_path`` defaults to ``$ROBOTMEM_HOME/memory.db``; ``collection`` is where writes go and
+    recall looks unless told otherwise; ``embed_backend`` overrides the configured backend
+    (``auto``, ``bundled``, ``onnx``, ``ollama``, ``openai``, ``hash``, ``none``). Settings not
+    given come from ``load_settings(os.environ)``. Every method returns the JSON-ready dict of
+    SPEC §2 and raises ``RobotMemError`` subclasses. One instance may be shared across threads.
+    """
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] | None = None,
+        collection: str | None = None,
+        embed_backend: str | None = None,
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        base = settings if settings is not None else load_settings(os.environ)
+        chosen = base.replace(
+            db_path=Path(db_path).expanduser() if db_path is not None else None,
+            collection=parse_name("collection", collection) if collection is not None else None,
+            embed_backend=embed_backend,
+        )
+        self.path = chosen.database
+        self.collection = chosen.collection
+        store = open_store(chosen, lambda: iso(clock()))
+        self._engine = Engine(store, chosen, embedder=embedder, clock=clock)
+        self._background = BackgroundBackfill(self._engine)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in use; assigning new ones changes later calls (limits, thresholds, ranking)."""
+        return self._engine.settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self._engine.settings = value
+
+    @property
+    def engine(self) -> Engine:
+        """The engine the feature modules run on (store, settings, clock, embedder)."""
+        return self._engine
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder in use (created on first use)."""
+        return self._engine.embedder
+
+    # ---- the seven operations ---------------------------------------------------------------------
+
+    def learn(
+        self,
+        insight: str,
+        context: dict[str, Any] | str | None = None,
+        collection: str | None = None,
+        session_id: str | None = None,
+    ) -> LearnResult:
+        """Store an experience; return ``{"status": "created", ...}`` or ``{"status": "duplicate", ...}``.
+
+        Raises ``ValidationError`` (empty or too-long insight, bad context JSON), ``NotFoundError``
+        or ``ConflictError`` (unknown or ended session), ``DatabaseError``.
+        """
+        return memories.learn(self._engine, insight, context, collection, session_id)
+
+    def recall(
+        self,
+        query: str = "",
+        n: int | None = None,
+        min_confidence: float | None = None,
+        session_id: str | None = None,
+        context_filter: dict[str, Any] | str | None = None,
+        spatial_sort: dict[str, Any] | str | None = None,
+        collection: str | None = None,
+        include_data: bool = False,
+        order: str = "relevance",
+    ) -> RecallResult:
+        """Return ``{"memories", "total", "mode", "query_ms"}`` for the most relevant memories.
+
+        Raises ``ValidationError`` for a bad ``n``/``min_confidence``/filter/spatial sort.
+        """
+        return recall.recall(
+            self._engine, query, n, min_confidence, session_id, context_filter, spatial_sort, collection,
+            include_data, order,
+        )  # fmt: skip
+
+    def save_perception(
+        self,
+        description: str,
+        perception_type: str = "visual",
+        data: Any = None,
+        metadata: Any = None,
+        collection: str | None = None,
+        session_id: str | None = None,
+    ) -> PerceptionResult:
+        """Store a perception; return ``{"memory_id", "perception_type", "collection", "has_embedding"}``.
+
+        Repeated descriptions are stored again: a sensor stream is not a duplicate.
+        """
+        item = {
+            "description": description,
+            "perception_type": perception_type,
+            "data": data,
+            "metadata": metadata,
+        }
+        return perceptions.save_perception(
+            self._engine, {**item, "collection": collection, "session_id": session_id}
+        )
+
+    def save_perceptions(self, items: Sequence[Mapping[str, Any]]) -> list[PerceptionResult]:
+        """Store every item as ``save_perception(**item)`` would, all or nothing, in one transaction.
+
+        Each item takes the parameters of ``save_perception`` (``description`` required). Returns one
+        ``{"memory_id", "perception_type", "collection", "has_embedding"}`` per item, in order. Raises
+        ``ValidationError`` naming the first invalid item (``items[3].description: ...``) before anything
+        is written, ``NotFoundError``/``ConflictError`` for an unknown or ended session, ``DatabaseError``.
+        """
+        return perceptions.save_perceptions(self._engine, items)
+
+    def forget(self, memory_id: int, reason: str) -> ForgetResult:
+        """Invalidate a memory so no search path returns it; raises ``NotFoundError``/``ConflictError``."""
+        return memories.forget(self._engine, memory_id, reason)
+
+    def update(
+        self, memory_id: int, new_content: str, context: dict[str, Any] | str | None = None
+    ) -> UpdateResult:
+        """Replace a memory's text (and context when given) and re-index it everywhere."""
+        return memories.update(self._engine, memory_id, new_content, context)
+
+    def start_session(
+        self, context: dict[str, Any] | str | None = None, collection: str | None = None
+    ) -> StartSessionResult:
+        """Begin an episode; later writes of this instance without a session join it."""
+        return sessions.start_session(self._engine, context, collection)
+
+    def end_session(self, session_id: str, outcome_score: float | None = None) -> EndSessionResult:
+        """End an episode: store the outcome, consolidate, decay, and return related memories."""
+        return sessions.end_session(self._engine, session_id, outcome_score)
+
+    # ---- inspection -------------------------------------------------------------------------------
+
+    def get_memory(self, memory_id: int) -> MemoryDetail:
+        """Return the full record of a memory in any status, with perception payload and lineage."""
+        return memories.get_memory(self._engine, memory_id)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        """Return a session with its outcome; raises ``NotFoundError``."""
+        return sessions.get_session(self._engine, session_id)
+
+    def doctor(self) -> DoctorReport:
+        """Return a health report: database, index consistency, embedder status and search mode."""
+        return maintenance.doctor(self._engine)
+
+    def warm_up(self) -> None:
+        """Load the embedder, the vector index and the recall mirror now instead of on first use."""
+        self._engine.warm_up()
+
+    # ---- browse (dashboards, the web UI) ----------------------------------------------------------
+
+    def stats(self, collection: str | None = None) -> Stats:
+        """Return dashboard totals: memories by status and type, the last 24 h, sessions, categories,
+        collections, per-session outcomes over time (oldest first) and the spatial fields in use.
+
+        ``collection`` None covers every collection. Raises ``ValidationError`` for a bad name.
+        """
+        return browse.stats(self._engine, collection)
+
+    def list_memories(
+        self,
+        collection: str | None = None,
+        type: str | None = None,
+        status: str = "active",
+        category: str | None = None,
+        perception_type: str | None = None,
+        session_id: str | None = None,
+        min_confidence: float | None = None,
+        max_confidence: float | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "newest",
+    ) -> MemoryPage:
+        """Return ``{"memories", "total", "limit", "offset"}``: one page of memories in time order.
+
+        ``status`` is active, superseded, invalidated or any; ``since``/``until`` bound ``created_at``
+        (naive times are UTC); ``collection`` None covers every collection. Raises ``ValidationError``.
+        """
+        return browse.list_memories(self._engine, **{k: v for k, v in locals().items() if k != "self"})
+
+    def list_sessions(
+        self,
+        collection: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "newest",
+    ) -> SessionPage:
+        """Return ``{"sessions", "total", "limit", "offset"}``; each session has its outcome score,
+        memory count and the success rate of its judged memories. Raises ``ValidationError``."""
+        return browse.list_sessions(self._engine, **{k: v for k, v in locals().items() if k != "self"})
+
+    def session_memories(self, session_id: str) -> SessionTimeline:
+        """Return ``{"session", "memories", "total"}``: the episode's memories of every status in time order.
+
+        Raises ``NotFoundError`` when there is no such session.
+        """
+        return browse.session_memories(self._engine, session_id)
+
+    def collections(self) -> CollectionsResult:
+        """Return ``{"collections": [{"collection", "memories", "active", "sessions", "last_at"}]}``."""
+        return browse.collections(self._engine)
+
+    def categories(self, collection: str | None = None) -> CategoriesResult:
+        """Return ``{"categories": [{"category", "count"}]}`` over active memories, largest first."""
+        return browse.categories(self._engine, collection)
+
+    def recent_failures(
+        self, collection: str | None = None, limit: int = 20, max_outcome: float = 0.5
+    ) -> FailuresResult:
+        """Return ``{"sessions", "memories"}``: failed episodes (outcome below ``max_outcome`` or a
+        failed task) and failure lessons (``task.success`` false, the failure tag, or the categories
+        root_cause, postmortem and gotcha), newest first. Raises ``ValidationError``."""
+        return browse.recent_failures(
+            self._engine, collection=collection, limit=limit, max_outcome=max_outcome
+        )
+
+    def spatial_points(
+        self, field: str, collection: str | None = None, limit: int = 500
+    ) -> SpatialPointsResult:
+        """Return ``{"field", "points": [{"memory_id", "content", "coordinates", "success"}]}`` for active
+        memories whose context holds a list at ``field`` (``spatial.<key>``). Raises ``ValidationError``."""
+        return browse.spatial_points(self._engine, field=field, collection=collection, limit=limit)
+
+    # ---- maintenance ------------------------------------------------------------------------------
+
+    def integrity_report(self) -> IntegrityResult:
+        """Check the file and every derived index against the memories table, changing nothing.
+
+        Returns ``{"database", "ok", "integrity_check", "foreign_key_violations", "problems",
+        "examples", "active_without_vector", "rows"}``; ``problems`` counts FTS rows missing,
+        orphaned or stale, vectors stale or orphaned, dangling tags and payloads, missing or
+        inconsistent sessions. Memories without a vector are not a problem (backfill embeds them).
+        Raises ``DatabaseError`` when SQLite cannot read the file.
+        """
+        return maintenance.integrity_report(self._engine)
+
+    def repair(self) -> RepairResult:
+        """Rebuild the derived indexes from the memories table in one transaction and report the result.
+
+        Rebuilds the FTS table from each active memory's content, turns vectors of non-active or
+        deleted memories into tombstones, unmarks memories whose vector is missing (backfill embeds
+        them again), deletes tags and payloads of deleted memories, recreates sessions that memories
+        still name, and runs ``REINDEX`` when SQLite reports damage. Memories themselves are never
+        changed or deleted. Returns ``{"database", "ok", "repaired", "before", "after"}``; raises
+        ``DatabaseError`` when the file is too damaged to write (restore a backup then).
+        """
+        return maintenance.repair(self._engine)
+
+    def backup(self, path: str | os.PathLike[str]) -> BackupResult:
+        """Copy the database to the new file ``path`` with SQLite's online backup API.
+
+        Other processes keep reading and writing meanwhile; the copy is one consistent snapshot in
+        rollback-journal mode (a single self-contained file). It is written under a temporary name,
+        checked with ``integrity_check`` and only then renamed to ``path``, so ``path`` never holds a
+        partial copy. Returns ``{"status": "backed_up", "path", "bytes", "memories", "integrity_check",
+        "duration_ms"}``. Raises ``ValidationError`` when ``path`` exists or its directory does not,
+        ``DatabaseError`` when the copy fails (disk full, read-only directory, damaged source).
+        """
+        return maintenance.backup(self._engine, path)
+
+    # ---- export and import ------------------------------------------------------------------------
+
+    def export_memories(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        collection: str | None = None,
+        vectors: bool = False,
+        progress: Progress | None = None,
+    ) -> ExportResult:
+        """Write every memory (of ``collection``, or all), its tags, lineage and sessions to ``path``.
+
+        With ``vectors`` the stored vectors go along as base64 float32. The file is written beside
+        ``path`` and renamed at the end, so a failed export leaves no partial file. Returns
+        ``{"status": "exported", "path", "memories", "sessions", "vectors", "embedding_model", "dim"}``.
+        Raises ``ValidationError`` when ``path`` cannot be written, ``DatabaseError``.
+        """
+        return transfer.export_memories(
+            self._engine, path, collection=collection, vectors=vectors, progress=progress
+        )
+
+    def import_memories(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        conflict: str = "skip",
+        collection: str | None = None,
+        progress: Progress | None = None,
+        batch_size: int = IMPORT_BATCH_SIZE,
+    ) -> ImportResult:
+        """Import an export file; memories already present (same uid) are handled by ``conflict``.
+
+        ``skip`` keeps the stored memory, ``overwrite`` replaces it with the file's, ``new-ids``
+        imports every memory and session as new (fresh uids, ids and session ids). Original ids are
+        kept where free (except in ``new-ids``); lineage and session references follow any remap.
+        Vectors come from the file when it holds vectors of the database's model, else they are
+        computed with the embedder, else the memories are left for backfill. ``collection`` moves
+        everything into that collection. Returns ``{"status": "imported", "path", "conflict",
+        "memories": {"created", "updated", "skipped"}, "sessions": {...}, "vectors": {"from_file",
+        "embedded"}, "without_vector"}``. Raises ``ValidationError`` for an unreadable or malformed
+        file (naming the line), ``DatabaseError``.
+        """
+        return transfer.import_memories(
+            self._engine,
+            path,
+            conflict=conflict,
+            collection=collection,
+            progress=progress,
+            batch_size=batch_size,
+        )
+
+    # ---- vectors: backfill and re-embedding -------------------------------------------------------
+
+    def backfill(
+        self, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None
+    ) -> BackfillResult:
+        """Embed active memories that have no vector; return what was done.
+
+        Returns ``{"status": "complete"|"stopped"|"unavailable", "embedded", "remaining", "model_id",
+        "reason"}``: ``unavailable`` when the embedder cannot run or differs from the database's model
+        (``reason`` says why and what to do), ``stopped`` when the embedder failed part-way. Raises
+        ``ValidationError`` for a bad ``batch_size`` and ``DatabaseError``.
+        """
+        return backfill.backfill(self._engine, batch_size, progress)
+
+    def start_background_backfill(
+        self, interval_s: float = 30.0, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> bool:
+        """Start a daemon thread that backfills vectors every ``interval_s`` seconds; stops on ``close()``.
+
+        Each round runs only while the embedder is available and matches the database's model, and
+        embeds batches of memories that have no vector. Returns False when the thread already runs.
+        Raises ``ValidationError`` for a non-positive interval or a bad batch size.
+        """
+        return self._background.start(interval_s, batch_size)
+
+    def stop_background_backfill(self, timeout_s: float = 5.0) -> None:
+        """Stop the background backfill thread (if any) and wait up to ``timeout_s`` for it to finish."""
+        self._background.stop(timeout_s)
+
+    @property
+    def background_backfill_running(self) -> bool:
+        """True while the background backfill thread is alive."""
+        return self._background.running
+
+    def reindex(
+        self, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None
+    ) -> ReindexResult:
+        """Re-embed every active memory with the configured embedder and make its model the database's.
+
+        Resumable: vectors are staged and committed per batch; a rerun with the same model continues
+        where an interrupted one stopped. The old vectors stay in use until the swap. Returns
+        ``{"status": "complete"|"up_to_date", "model_id", "dim", "previous_model", "embedded",
+        "resumed", "vectors", "without_vector"}``. Raises ``EmbeddingError`` when the embedder cannot
+        run (staged batches are kept), ``ValidationError`` for a bad ``batch_size``, ``DatabaseError``.
+        """
+        return backfill.reindex(self._engine, batch_size, progress)
+
+    def embedding_status(self) -> EmbeddingStatus:
+        """Return the database's model, the embedder, memories without a vector and any unfinished reindex."""
+        return backfill.embedding_status(self._engine, self._background.running)
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop background work, flush queued access counts and close the database."""
+        self._background.stop(close=True)
+        self._engine.close()
+
+    def __enter__(self) -> RobotMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,206 @@
+"""learn, update, forget and get_memory: writing and reading one memory.
+
+Every function validates its arguments before anything is written, embeds outside the write transaction
+(a model call never holds the write lock), and changes the memory with everything derived from it (text
+index, tags, vector) in one transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from robotmem.classify import Classification, build_context, classify
+from robotmem.dedup import (
+    SCREEN_LIMIT,
+    Duplicate,
+    cosine_threshold,
+    find_cosine_duplicate,
+    find_jaccard_duplicate,
+    same_experience_as,
+)
+from robotmem.records import Memory, NewMemory
+from robotmem.results import AutoInferred, ForgetResult, LearnResult, MemoryDetail, UpdateResult
+from robotmem.serialize import (
+    auto_inferred,
+    created_result,
+    duplicate_result,
+    forgotten,
+    memory_detail,
+    updated_result,
+)
+from robotmem.service.engine import Engine
+from robotmem.store.protocol import StoreTx, VectorQuery
+from robotmem.text import content_hash, index_text
+from robotmem.validation import (
+    ForgetInput,
+    LearnInput,
+    UpdateInput,
+    parse_json_object,
+    parse_text,
+    validate_input,
+)
+
+# Candidates the Jaccard check reads, and the vectors the cosine check compares.
+JACCARD_CANDIDATES = 20
+COSINE_CANDIDATES = 5
+
+
+def learn(
+    engine: Engine,
+    insight: str,
+    context: dict[str, Any] | str | None = None,
+    collection: str | None = None,
+    session_id: str | None = None,
+) -> LearnResult:
+    """Store an experience unless the collection already holds it; see ``RobotMemory.learn``."""
+    args = validate_input(
+        LearnInput,
+        {"insight": insight, "context": context, "collection": collection, "session_id": session_id},
+    )
+    settings = engine.settings
+    text = parse_text("insight", args.insight, max_chars=settings.max_insight_chars)
+    user_context = parse_json_object("context", args.context, settings.max_context_bytes)
+    target = engine.collection_or_default(args.collection)
+    found = classify(text, user_context)
+    stored_context = build_context(user_context, found, source="learn")
+    digest = content_hash(text)
+    vector = engine.embed(text, is_query=False)
+    threshold = cosine_threshold(engine.embedder.model_id, settings.dedup_cosine)
+
+    def work(tx: StoreTx) -> LearnResult:
+        session = engine.session_for_write(tx, args.session_id)
+        existing = tx.memories.find_exact(target, digest)
+        if existing is not None:
+            return duplicate_result(Duplicate("exact", existing, 1.0))
+        duplicate = _near_duplicate(tx, text, target, vector, settings.dedup_jaccard, threshold)
+        if duplicate is not None:
+            return duplicate_result(duplicate)
+        new = NewMemory(
+            collection=target,
+            type="fact",
+            content=text,
+            content_hash=digest,
+            category=found.category,
+            confidence=found.confidence,
+            context=stored_context,
+            scope_files=found.scope_files,
+            scope_entities=found.scope_entities,
+            session_id=session,
+            perception_type=None,
+            tags=found.tags,
+            index_body=index_text(text),
+            created_at=engine.now(),
+        )
+        memory_id = tx.memories.insert_many([new])[0]
+        engine.store_vector(tx, memory_id, None if vector is None else vector.vector)
+        return created_result(memory_id, _inferred(found, stored_context))
+
+    return engine.write(work)
+
+
+def _inferred(found: Classification, stored_context: dict[str, Any]) -> AutoInferred:
+    return auto_inferred(found, stored_context.get("params", {}))
+
+
+def _near_duplicate(
+    tx: StoreTx,
+    text: str,
+    collection: str,
+    vector: VectorQuery | None,
+    jaccard_threshold: float,
+    cosine: float,
+) -> Duplicate | None:
+    """Return the stored fact ``text`` repeats in other words (Jaccard, then cosine), if any."""
+    # Either kind of duplicate has the numbers of ``text`` (dedup.same_experience). When few stored texts
+    # can have them, checking those few tells whether the ranked word search or the vector scan could
+    # find one at all, and they are skipped when not.
+    screened = tx.memories.facts_with_numbers(collection, text, SCREEN_LIMIT)
+    same_as_text = same_experience_as(text)
+    same = None if screened is None else [(m, c) for m, c in screened if same_as_text(c)]
+    duplicate = None
+    jaccard_possible = same is None or (
+        bool(same) and find_jaccard_duplicate(text, same, jaccard_threshold) is not None
+    )
+    if jaccard_possible:
+        ids = tx.memories.jaccard_candidates(collection, text, JACCARD_CANDIDATES, jaccard_threshold)
+        duplicate = find_jaccard_duplicate(text, tx.memories.contents(ids), jaccard_threshold)
+    if duplicate is None and vector is not None and same != []:
+        near = tx.vectors.most_similar(vector, COSINE_CANDIDATES, cosine)
+        if near:
+            allowed = tx.memories.active_facts_among([m for m, _ in near], collection)
+            texts = dict(tx.memories.contents([m for m, _ in near if m in allowed]))
+            duplicate = find_cosine_duplicate(text, [(m, texts[m], s) for m, s in near if m in texts], cosine)
+    return duplicate
+
+
+def forget(engine: Engine, memory_id: int, reason: str) -> ForgetResult:
+    """Invalidate a memory so no search path returns it; see ``RobotMemory.forget``."""
+    args = validate_input(ForgetInput, {"memory_id": memory_id, "reason": reason})
+    why = parse_text("reason", args.reason, max_chars=1000)
+
+    def work(tx: StoreTx) -> ForgetResult:
+        memory = tx.memories.get_active(args.memory_id)
+        tx.memories.invalidate(memory.id, why, engine.now())
+        tx.vectors.drop(memory.id)
+        return forgotten(memory, why)
+
+    return engine.write(work)
+
+
+def update(
+    engine: Engine, memory_id: int, new_content: str, context: dict[str, Any] | str | None = None
+) -> UpdateResult:
+    """Replace a memory's text (and context when given) and re-index it; see ``RobotMemory.update``."""
+    args = validate_input(
+        UpdateInput, {"memory_id": memory_id, "new_content": new_content, "context": context}
+    )
+    settings = engine.settings
+    text = parse_text("new_content", args.new_content, max_chars=settings.max_insight_chars)
+    new_context = (
+        None
+        if args.context is None
+        else parse_json_object("context", args.context, settings.max_context_bytes)
+    )
+    vector = engine.embed(text, is_query=False)
+
+    def work(tx: StoreTx) -> UpdateResult:
+        memory = tx.memories.get_active(args.memory_id)
+        user_context = new_context if new_context is not None else _user_context(memory)
+        found = classify(text, user_context)
+        stored_context = build_context(user_context, found, source=memory.context.get("source", "learn"))
+        tx.memories.replace_content(
+            memory.id,
+            content=text,
+            digest=content_hash(text),
+            category="perception" if memory.type == "perception" else found.category,
+            confidence=found.confidence,
+            context=stored_context,
+            scope_files=found.scope_files,
+            scope_entities=found.scope_entities,
+            tags=found.tags,
+            index_body=index_text(text),
+            now=engine.now(),
+        )
+        tx.vectors.drop(memory.id)
+        engine.store_vector(tx, memory.id, None if vector is None else vector.vector)
+        return updated_result(memory, text, _inferred(found, stored_context))
+
+    return engine.write(work)
+
+
+def get_memory(engine: Engine, memory_id: int) -> MemoryDetail:
+    """Return the full record of a memory in any status; see ``RobotMemory.get_memory``."""
+    args = validate_input(ForgetInput, {"memory_id": memory_id, "reason": "-"})
+
+    def work(tx: StoreTx) -> MemoryDetail:
+        memory = tx.memories.get(args.memory_id)
+        data, metadata = tx.memories.payload(memory.id)
+        return memory_detail(memory, data, metadata)
+
+    return engine.read(work)
+
+
+def _user_context(memory: Memory) -> dict[str, Any]:
+    context = dict(memory.context)
+    context.pop("source", None)
+    return context

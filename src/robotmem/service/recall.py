@@ -1,0 +1,288 @@
+"""recall: the pipeline from a validated request to ranked hits, over the store's candidate channels.
+
+    scope (collection, confidence, session, filter) ─→ the store's CandidateSource
+    query ─→ text channel (BM25) ─┐
+          └→ vector channel ──────┴→ RRF fusion → real-world boost
+    spatial_sort ─→ nearest memories join the pool ─→ order (distance | relevance | time) → top n → normalise
+
+Filters apply inside every channel, before any limit, so a limit never hides a memory that passes them.
+The store decides how a channel runs (``robotmem.store.protocol.CandidateSource``); this module decides
+what is asked and how the answers combine.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from robotmem.errors import ValidationError
+from robotmem.filters import Node, parse_filter
+from robotmem.ranking import fuse_rrf
+from robotmem.records import Hit, Memory
+from robotmem.results import RecallHit, RecallResult
+from robotmem.serialize import hit_to_dict
+from robotmem.service.engine import Engine
+from robotmem.spatial import SpatialSort, parse_spatial_sort
+from robotmem.store.protocol import CandidateSource, RecallScope, StoreTx, VectorQuery
+from robotmem.text import or_match, query_tokens
+from robotmem.validation import RecallInput, parse_name, parse_text, validate_input
+
+MAX_QUERY_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class RecallPlan:
+    """A validated recall request."""
+
+    query: str
+    n: int
+    min_confidence: float
+    collection: str
+    session_id: str | None = None
+    exclude_session: str | None = None
+    filter: Node | None = None
+    spatial: SpatialSort | None = None
+    include_data: bool = False
+    order: str = "relevance"
+
+    @property
+    def scope(self) -> RecallScope:
+        """The memories this recall may return."""
+        return RecallScope(
+            collection=self.collection,
+            min_confidence=self.min_confidence,
+            session_id=self.session_id,
+            exclude_session=self.exclude_session,
+            filter=self.filter,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """Ranking knobs taken from settings."""
+
+    rrf_k: int = 60
+    depth: int = 50
+    bm25_weight: float = 1.0
+    vector_weight: float = 1.0
+    real_world_boost: float = 1.5
+    bm25_min_coverage: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RecallOutcome:
+    """Hits best first and which channels ran."""
+
+    hits: list[Hit]
+    mode: str
+
+
+def recall(
+    engine: Engine,
+    query: str = "",
+    n: int | None = None,
+    min_confidence: float | None = None,
+    session_id: str | None = None,
+    context_filter: dict[str, Any] | str | None = None,
+    spatial_sort: dict[str, Any] | str | None = None,
+    collection: str | None = None,
+    include_data: bool = False,
+    order: str = "relevance",
+) -> RecallResult:
+    """Return the most relevant memories; see ``RobotMemory.recall``."""
+    started = time.perf_counter()
+    args = validate_input(
+        RecallInput,
+        {
+            "query": query,
+            "n": n,
+            "min_confidence": min_confidence,
+            "session_id": session_id,
+            "context_filter": context_filter,
+            "spatial_sort": spatial_sort,
+            "collection": collection,
+            "include_data": include_data,
+            "order": order,
+        },
+    )
+    settings = engine.settings
+    text = parse_text("query", args.query, min_chars=0, max_chars=MAX_QUERY_CHARS)
+    count = settings.top_k if args.n is None else args.n
+    if count > settings.max_n:
+        raise ValidationError(f"n: is {count}; the limit is {settings.max_n}")
+    plan = RecallPlan(
+        query=text,
+        n=count,
+        min_confidence=settings.min_confidence if args.min_confidence is None else args.min_confidence,
+        collection=engine.collection_or_default(args.collection),
+        session_id=None if args.session_id is None else parse_name("session_id", args.session_id),
+        filter=parse_filter(args.context_filter, max_bytes=settings.max_filter_bytes),
+        spatial=parse_spatial_sort(args.spatial_sort),
+        include_data=args.include_data,
+        order=args.order,
+    )
+    outcome = execute(engine, plan)
+    return {
+        "memories": [hit_to_dict(hit, include_data=plan.include_data) for hit in outcome.hits],
+        "total": len(outcome.hits),
+        "mode": outcome.mode,  # type: ignore[typeddict-item]
+        "query_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def related(engine: Engine, session_id: str, collection: str, texts: list[str]) -> list[RecallHit]:
+    """Return memories of other sessions related to ``texts`` (a session's own), for end_session."""
+    if not texts:
+        return []
+    plan = RecallPlan(
+        query=" ".join(texts)[:2000],
+        n=engine.settings.related_top_k,
+        min_confidence=engine.settings.min_confidence,
+        collection=collection,
+        exclude_session=session_id,
+    )
+    return [hit_to_dict(hit, include_data=False) for hit in execute(engine, plan).hits]
+
+
+def tuning(engine: Engine) -> Tuning:
+    """Return the ranking knobs of the engine's settings."""
+    s = engine.settings
+    return Tuning(
+        rrf_k=s.rrf_k,
+        depth=s.candidate_depth,
+        bm25_weight=s.bm25_weight,
+        vector_weight=s.vector_weight,
+        real_world_boost=s.real_world_boost,
+        bm25_min_coverage=s.bm25_min_coverage,
+    )
+
+
+def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
+    """Embed the query, run the pipeline on one snapshot, and count an access for every hit."""
+    vector = engine.embed(plan.query, is_query=True) if plan.query else None
+    knobs = tuning(engine)
+    outcome = engine.read(lambda tx: run(tx, plan, knobs, vector))
+    if outcome.hits:
+        engine.store.record_access(hit.memory.id for hit in outcome.hits)
+    return outcome
+
+
+def run(tx: StoreTx, plan: RecallPlan, tuning: Tuning, vector: VectorQuery | None) -> RecallOutcome:
+    """Return the hits for ``plan`` on ``tx``'s snapshot; ``vector`` is None when vector search cannot run."""
+    return run_on(tx.candidates(plan.scope), tx, plan, tuning, vector)
+
+
+def run_on(
+    source: CandidateSource, tx: StoreTx, plan: RecallPlan, tuning: Tuning, vector: VectorQuery | None
+) -> RecallOutcome:
+    """``run`` over a given candidate source (tests compare the sources of one store this way)."""
+    depth = max(tuning.depth, plan.n)
+    # A channel weighted 0 cannot change the order, so it does not run (and ``mode`` says so).
+    words = query_tokens(plan.query) if plan.query and tuning.bm25_weight > 0 else []
+    has_words = or_match(words) is not None
+    use_vectors = bool(plan.query) and vector is not None and tuning.vector_weight > 0
+    mode = _mode(plan.query, has_words, use_vectors)
+    # Beside the vector channel, a match on incidental words only (a paraphrase shares none of the rare
+    # ones) is left out: it would push the vector channel's answer down.
+    coverage = tuning.bm25_min_coverage if use_vectors else 0.0
+    text_ranked = source.text(words, depth, coverage) if has_words else []
+    vector_ranked = source.vectors(vector, depth) if use_vectors and vector is not None else []
+    fused = fuse_rrf(
+        [text_ranked, vector_ranked], k=tuning.rrf_k, weights=[tuning.bm25_weight, tuning.vector_weight]
+    )
+    in_text, in_vector = set(text_ranked), set(vector_ranked)
+    channels = {
+        m: frozenset(name for name, members in (("text", in_text), ("vector", in_vector)) if m in members)
+        for m in fused
+    }
+    pool_ids = list(fused)
+    near: dict[int, float] = {}
+    if plan.spatial is not None:
+        # Every memory passing the filters competes on distance, in every mode: the nearest are found,
+        # not only the nearest among the text matches that made the candidate pool.
+        near = source.nearest(plan.spatial, plan.n)
+        pool_ids += [m for m in near if m not in fused]
+        if not plan.query:
+            # Memories without the field come after, smallest id first.
+            pool_ids += source.first(plan.n, set(near) | set(fused))
+    elif not plan.query:
+        pool_ids += source.in_time_order(newest_first=plan.order != "time", limit=plan.n)
+    # Full records (JSON decoded) are loaded for the whole pool only when time order needs them;
+    # ranking by relevance needs just the real-world flag, and records of the chosen few.
+    needs_records = plan.order == "time" or not plan.query
+    records = tx.memories.fetch(pool_ids) if needs_records else {}
+    real = source.real_world(pool_ids)
+    scores: dict[int, float] = {}
+    for memory_id in pool_ids:
+        if needs_records and memory_id not in records:
+            continue
+        score = fused.get(memory_id, 0.0)
+        if memory_id in real:
+            score *= tuning.real_world_boost
+        scores[memory_id] = score
+    ordered, final, distances = _order(plan, scores, near, records)
+    chosen = ordered[: plan.n] if needs_records else _visible(tx, ordered, plan.n, records)
+    best = max((final[m] for m in chosen), default=0.0)
+    if best <= 0:  # no chosen memory has the spatial field: show relevance instead
+        final = {m: scores[m] if scores[m] > 0 else 1.0 for m in scores}
+        best = max((final[m] for m in chosen), default=0.0)
+    payloads = tx.memories.payloads(chosen) if plan.include_data else {}
+    hits = [
+        Hit(
+            memory=records[m],
+            score=(final[m] / best) if best > 0 else 0.0,
+            matched_by=channels.get(m, frozenset()),
+            spatial_distance=distances.get(m),
+            data=payloads.get(m, (None, None))[0],
+            metadata=payloads.get(m, (None, None))[1],
+        )
+        for m in chosen
+    ]
+    return RecallOutcome(hits, mode)
+
+
+def _mode(query: str, has_words: bool, use_vectors: bool) -> str:
+    if not query:
+        return "filter_only"
+    if use_vectors:
+        return "hybrid" if has_words else "vec_only"
+    return "bm25_only"
+
+
+def _order(
+    plan: RecallPlan, scores: dict[int, float], near: dict[int, float], records: dict[int, Memory]
+) -> tuple[list[int], dict[int, float], dict[int, float | None]]:
+    """Return the pool in final order, the score shown for each, and spatial distances (None = no point)."""
+    distances: dict[int, float | None] = {}
+    if plan.spatial is not None:
+        distances = {m: near.get(m) for m in scores}
+        known = {m: d for m, d in distances.items() if d is not None}
+        if plan.spatial.max_distance is not None:
+            reach = plan.spatial.max_distance
+            scores = {m: s for m, s in scores.items() if m in known and known[m] <= reach}
+        ordered = sorted(scores, key=lambda m: (m not in known, known.get(m, 0.0), -scores[m], m))
+        return ordered, {m: 1.0 / (1.0 + known[m]) if m in known else 0.0 for m in ordered}, distances
+    if plan.order == "time":
+        ordered = sorted(scores, key=lambda m: (records[m].created_at, m))
+        return ordered, {m: 1.0 for m in ordered}, distances
+    if not plan.query:
+        ordered = sorted(scores, key=lambda m: (records[m].created_at, m), reverse=True)
+        return ordered, {m: 1.0 for m in ordered}, distances
+    return sorted(scores, key=lambda m: -scores[m]), scores, distances
+
+
+def _visible(tx: StoreTx, ordered: list[int], n: int, records: dict[int, Memory]) -> list[int]:
+    """Return the first ``n`` of ``ordered`` that this snapshot holds, loading their records.
+
+    A source may be a commit ahead of this snapshot (another thread synced a shared cache later): a
+    memory the snapshot does not have yet is skipped, and the next one takes its place.
+    """
+    chosen: list[int] = []
+    start = 0
+    while len(chosen) < n and start < len(ordered):
+        block = ordered[start : start + n - len(chosen)]
+        records.update(tx.memories.fetch(block))
+        chosen += [m for m in block if m in records]
+        start += len(block)
+    return chosen

@@ -1,0 +1,322 @@
+"""Export and import of memories as versioned JSON Lines.
+
+The first line is a header ``{"format": "robotmem-export", "version": 1, "embedding_model", "dim",
+...}``; every further line is one session (``{"record": "session", "session": {...}}``) or one
+memory (``{"record": "memory", "memory": {...}, "superseded_by_uid", "merged_uids", "tags",
+"perception", "vector"?}``). Memories are identified by their ``uid``, so importing a file twice
+adds nothing; ids, session ids and lineage are remapped when they clash or are renewed. See
+docs/transfer.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from robotmem.errors import EmbeddingError, ValidationError
+from robotmem.export_format import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    MemoryLine,
+    export_line,
+    file_model,
+    parse_conflict,
+    read_header,
+    read_records,
+)
+from robotmem.results import ExportResult, ImportResult
+from robotmem.serialize import exported_result, imported_result
+from robotmem.service.backfill import Progress
+from robotmem.service.engine import Engine
+from robotmem.store.protocol import StoreTx
+from robotmem.text import index_text
+from robotmem.validation import parse_name
+from robotmem.vectors import FloatArray
+
+log = logging.getLogger("robotmem")
+JsonDict = dict[str, Any]
+
+IMPORT_BATCH_SIZE = 200
+
+
+@dataclass
+class _ImportRun:
+    """State of one import: mode, vector plan, id maps and counters."""
+
+    mode: str
+    collection: str | None
+    file_model: tuple[str, int] | None
+    target_model: tuple[str, int] | None
+    embed: bool
+    session_ids: dict[str, str] = field(default_factory=dict)
+    memory_ids: dict[str, int] = field(default_factory=dict)
+    lineage: list[tuple[int, str | None, list[str], bool]] = field(default_factory=list)
+    counts: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {
+            "memories": {"created": 0, "updated": 0, "skipped": 0},
+            "sessions": {"created": 0, "updated": 0, "skipped": 0},
+            "vectors": {"from_file": 0, "embedded": 0},
+        }
+    )
+
+    @property
+    def file_vectors_usable(self) -> bool:
+        return self.file_model is not None and self.file_model == self.target_model
+
+
+def export_memories(
+    engine: Engine,
+    path: str | os.PathLike[str],
+    *,
+    collection: str | None = None,
+    vectors: bool = False,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write every memory (of ``collection``, or all), its tags, lineage and sessions to ``path``.
+
+    With ``vectors`` the stored vectors go along as base64 float32. The file is written beside
+    ``path`` and renamed at the end, so a failed export leaves no partial file. Returns
+    ``{"status": "exported", "path", "memories", "sessions", "vectors", "embedding_model", "dim"}``.
+    Raises ``ValidationError`` when ``path`` cannot be written, ``DatabaseError``.
+    """
+    target = Path(path).expanduser()
+    only = None if collection is None else parse_name("collection", collection)
+    part_file = target.with_name(target.name + ".part")
+
+    def work(tx: StoreTx) -> JsonDict:
+        model = tx.vectors.stored_model()
+        total = tx.transfer.count_memories(only)
+        with_vectors = bool(vectors and model is not None)
+        header = {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "embedding_model": None if model is None else model[0],
+            "dim": None if model is None else model[1],
+            "vectors": with_vectors,
+            "collection": only,
+            "memories": total,
+            "schema_version": tx.transfer.schema_version(),
+            "exported_at": engine.now(),
+        }
+        counts = {"memories": 0, "sessions": 0, "vectors": 0}
+        with part_file.open("w", encoding="utf-8") as out:
+            out.write(export_line(header))
+            for session in tx.transfer.iter_sessions(only):
+                out.write(export_line({"record": "session", "session": session}))
+                counts["sessions"] += 1
+            if progress is not None:
+                progress("export", 0, total)
+            for record in tx.transfer.iter_memories(only, with_vectors=with_vectors):
+                blob = record.pop("vector")
+                if blob is not None:
+                    record["vector"] = base64.b64encode(blob).decode("ascii")
+                    counts["vectors"] += 1
+                out.write(export_line({"record": "memory", **record}))
+                counts["memories"] += 1
+                if progress is not None and counts["memories"] % 100 == 0:
+                    progress("export", 100, total)
+        if progress is not None:
+            progress("export", counts["memories"] % 100, total)
+        return {**counts, "embedding_model": header["embedding_model"], "dim": header["dim"]}
+
+    try:
+        result = engine.read(work)
+        os.replace(part_file, target)
+    except OSError as exc:
+        raise ValidationError(f"path: cannot write the export to {target} ({exc.strerror or exc})") from None
+    finally:
+        if part_file.exists():
+            part_file.unlink()
+    return exported_result(target, result)
+
+
+def import_memories(
+    engine: Engine,
+    path: str | os.PathLike[str],
+    *,
+    conflict: str = "skip",
+    collection: str | None = None,
+    progress: Progress | None = None,
+    batch_size: int = IMPORT_BATCH_SIZE,
+) -> ImportResult:
+    """Import an export file; memories already present (same uid) are handled by ``conflict``.
+
+    ``skip`` keeps the stored memory, ``overwrite`` replaces it with the file's, ``new-ids``
+    imports every memory and session as new (fresh uids, ids and session ids). Original ids are
+    kept where free (except in ``new-ids``); lineage and session references follow any remap.
+    Vectors come from the file when it holds vectors of the database's model, else they are
+    computed with the embedder, else the memories are left for backfill. ``collection`` moves
+    everything into that collection. Returns ``{"status": "imported", "path", "conflict",
+    "memories": {"created", "updated", "skipped"}, "sessions": {...}, "vectors": {"from_file",
+    "embedded"}, "without_vector"}``. Raises ``ValidationError`` for an unreadable or malformed
+    file (naming the line), ``DatabaseError``.
+    """
+    source = Path(path).expanduser()
+    mode = parse_conflict(conflict)
+    into = None if collection is None else parse_name("collection", collection)
+    try:
+        handle = source.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError(f"path: cannot read {source} ({exc.strerror or exc})") from None
+    with handle:
+        header = read_header(handle, source)
+        run = _plan_import(engine, mode, into, file_model(header, source))
+        announced = header.get("memories")
+        total = announced if isinstance(announced, int) else 0
+        if progress is not None:
+            progress("import", 0, total)
+        batch: list[JsonDict | MemoryLine] = []
+        for record in read_records(handle, source, None if run.file_model is None else run.file_model[1]):
+            batch.append(record)
+            if len(batch) >= batch_size:
+                _import_batch(engine, run, batch, progress, total)
+                batch = []
+        if batch:
+            _import_batch(engine, run, batch, progress, total)
+    engine.write(lambda tx: _apply_lineage(tx, run))
+    left = engine.read(lambda tx: tx.jobs.count_without_vector())
+    return imported_result(source, mode, run.counts, left)
+
+
+def _plan_import(
+    engine: Engine, mode: str, into: str | None, file_model: tuple[str, int] | None
+) -> _ImportRun:
+    model, reason = engine.vector_model()
+    stored = engine.read(lambda tx: tx.vectors.stored_model())
+    target: tuple[str, int] | None = None if stored is None else (stored[0], int(stored[1]))
+    if target is None and model is not None:
+        target = model
+    if model is None:
+        log.info("import: new memories are left for backfill (%s)", reason)
+    return _ImportRun(
+        mode=mode, collection=into, file_model=file_model, target_model=target, embed=model is not None
+    )
+
+
+def _import_batch(
+    engine: Engine,
+    run: _ImportRun,
+    batch: list[JsonDict | MemoryLine],
+    progress: Progress | None,
+    total: int,
+) -> None:
+    lines = [r for r in batch if isinstance(r, MemoryLine)]
+    existing: dict[str, int] = {}
+    if run.mode != "new-ids" and lines:
+        existing = engine.read(lambda tx: tx.transfer.ids_of([m.uid for m in lines]))
+    writing = [m for m in lines if run.mode == "overwrite" or m.uid not in existing or run.mode == "new-ids"]
+    vectors = _import_vectors(engine, run, writing)
+
+    def work(tx: StoreTx) -> None:
+        for record in batch:
+            if isinstance(record, MemoryLine):
+                _import_memory(tx, run, record, existing.get(record.uid), vectors.get(record.line))
+            else:
+                _import_session(tx, run, record)
+
+    engine.write(work)
+    if progress is not None and lines:
+        progress("import", len(lines), total)
+
+
+def _import_vectors(engine: Engine, run: _ImportRun, lines: list[MemoryLine]) -> dict[int, FloatArray]:
+    active = [m for m in lines if m.fields.get("status", "active") == "active"]
+    found: dict[int, FloatArray] = {}
+    if run.file_vectors_usable:
+        found = {m.line: m.vector for m in active if m.vector is not None}
+        run.counts["vectors"]["from_file"] += len(found)
+    missing = [m for m in active if m.line not in found]
+    if missing and run.embed:
+        try:
+            matrix = engine.embedder.embed_batch([m.fields["content"] for m in missing], is_query=False)
+        except EmbeddingError as exc:
+            log.warning("import: embedding failed, the rest is left for backfill: %s", exc.message)
+            run.embed = False
+            return found
+        found.update({m.line: matrix[row] for row, m in enumerate(missing)})
+        run.counts["vectors"]["embedded"] += len(missing)
+    return found
+
+
+def _import_session(tx: StoreTx, run: _ImportRun, session: JsonDict) -> None:
+    fields = {key: value for key, value in session.items() if key != "outcome"}
+    outcome = session.get("outcome") if isinstance(session.get("outcome"), dict) else None
+    if run.collection is not None:
+        fields["collection"] = run.collection
+    counts = run.counts["sessions"]
+    if run.mode == "new-ids":
+        fields["id"] = run.session_ids[session["id"]] = uuid.uuid4().hex
+    elif tx.transfer.session_exists(fields["id"]):
+        if run.mode == "skip":
+            counts["skipped"] += 1
+            return
+        counts["updated"] += 1
+        tx.transfer.write_session(fields, outcome)
+        return
+    counts["created"] += 1
+    tx.transfer.write_session(fields, outcome)
+
+
+def _import_memory(
+    tx: StoreTx,
+    run: _ImportRun,
+    line: MemoryLine,
+    existing_id: int | None,
+    vector: FloatArray | None,
+) -> None:
+    counts = run.counts["memories"]
+    if existing_id is not None and run.mode == "skip":
+        run.memory_ids[line.uid] = existing_id
+        if line.superseded_by_uid is not None or line.merged_uids:
+            run.lineage.append((existing_id, line.superseded_by_uid, line.merged_uids, True))
+        counts["skipped"] += 1
+        return
+    fields = dict(line.fields)
+    if run.collection is not None:
+        fields["collection"] = run.collection
+    session_id = fields.get("session_id")
+    if isinstance(session_id, str):
+        fields["session_id"] = run.session_ids.get(session_id, session_id)
+    if existing_id is not None:
+        memory_id = existing_id
+        tx.transfer.overwrite_memory(memory_id, fields)
+        counts["updated"] += 1
+    else:
+        uid = uuid.uuid4().hex if run.mode == "new-ids" else line.uid
+        keep = None if run.mode == "new-ids" else line.original_id
+        memory_id = tx.transfer.insert_memory(uid, fields, keep)
+        counts["created"] += 1
+    run.memory_ids[line.uid] = memory_id
+    if existing_id is not None or line.superseded_by_uid is not None or line.merged_uids:
+        run.lineage.append((memory_id, line.superseded_by_uid, line.merged_uids, False))
+    is_active = fields.get("status", "active") == "active"
+    tx.transfer.write_derived(
+        memory_id,
+        index_body=index_text(fields["content"]) if is_active else None,
+        tags=line.tags,
+        perception=line.perception,
+    )
+    if vector is not None and is_active and run.target_model is not None:
+        stored = tx.vectors.stored_model()
+        if stored is None:
+            tx.vectors.record_model(*run.target_model)
+        elif tuple(stored) != run.target_model:
+            return  # the database changed model during the import: leave it for backfill
+        tx.vectors.put(memory_id, vector, run.target_model[0])
+
+
+def _apply_lineage(tx: StoreTx, run: _ImportRun) -> None:
+    wanted = {uid for _, sup, merged, _ in run.lineage for uid in ([sup] if sup else []) + merged}
+    unresolved = sorted(uid for uid in wanted if uid not in run.memory_ids)
+    resolved = dict(run.memory_ids)
+    if unresolved and run.mode != "new-ids":
+        resolved.update(tx.transfer.ids_of(unresolved))
+    for memory_id, sup, merged, fill_only in run.lineage:
+        superseded_by = resolved.get(sup) if sup is not None else None
+        merged_ids = [resolved[uid] for uid in merged if uid in resolved]
+        tx.transfer.set_lineage(memory_id, superseded_by, merged_ids, fill_only=fill_only)

@@ -1,0 +1,399 @@
+"""What the service needs from a storage engine: the contract every store implements.
+
+A ``Store`` runs units of work in transactions: ``read(work)`` on one consistent snapshot, ``write(work)``
+all or nothing (retried when another writer holds the lock). ``work`` receives a ``StoreTx`` whose
+tables (``memories``, ``sessions``, ``vectors``, ``jobs``, ``transfer``, ``browse``, ``maintenance``)
+hold the operations, and whose ``candidates`` opens the recall channels over one scope. The service
+never sees SQL, a connection or an index: ``robotmem.store.sqlite`` implements this contract on one
+SQLite file, and a second engine implements the same methods on its own storage, so that the service,
+filter, surface and reliability tests can run against either.
+
+Identity: ``id`` is an integer local to one store (stable, never reused); ``uid`` (a 32-hex random
+string, kept by export and import) names a memory across stores. Times are ISO 8601 UTC strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from robotmem.consolidation import Candidate
+from robotmem.filters import Node
+from robotmem.records import IntegrityReport, Memory, MemoryQuery, NewMemory, Session, SessionRow
+from robotmem.results import CollectionSummary
+from robotmem.spatial import SpatialSort
+
+T = TypeVar("T")
+FloatArray = npt.NDArray[np.float32]
+# (memory_id, content, vector) of one embedded memory.
+EmbeddedText = tuple[int, str, FloatArray]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallScope:
+    """The memories one recall may return: active, in ``collection``, confident enough, and passing ``filter``."""
+
+    collection: str
+    min_confidence: float
+    session_id: str | None = None
+    exclude_session: str | None = None
+    filter: Node | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """A query embedding and the model that made it (only vectors of that model are compared)."""
+
+    vector: FloatArray
+    model_id: str
+    dim: int
+
+
+class CandidateSource(Protocol):
+    """The channels of one recall over its scope, inside the recall's read transaction.
+
+    Every method sees only memories the scope allows, so no limit hides a memory that passes the filters.
+    """
+
+    def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
+        """Return up to ``depth`` ids matching any of ``words`` (quoted tokens), best BM25 first.
+
+        ``min_coverage`` > 0 leaves out matches whose query words carry less than that share of the
+        query's IDF (an engine that cannot tell may ignore it).
+        """
+        ...
+
+    def vectors(self, query: VectorQuery, depth: int) -> list[int]:
+        """Return up to ``depth`` ids by cosine similarity to ``query``, most similar first."""
+        ...
+
+    def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
+        """Return id → distance of the ``n`` nearest memories with a point at ``spatial.path`` of the target's
+        dimension, within ``max_distance`` when set, with every tie at the n-th distance."""
+        ...
+
+    def first(self, n: int, exclude: Collection[int]) -> list[int]:
+        """Return up to ``n`` ids not in ``exclude``, smallest first."""
+        ...
+
+    def in_time_order(self, *, newest_first: bool, limit: int | None) -> list[int]:
+        """Return the ids in ``created_at`` order (ties by id), up to ``limit``."""
+        ...
+
+    def real_world(self, ids: Iterable[int]) -> set[int]:
+        """Return the ids among ``ids`` whose context says ``env.sim_or_real`` is ``"real"``."""
+        ...
+
+
+class MemoryTable(Protocol):
+    """Rows of memories with everything that changes with them: text index, tags, payloads."""
+
+    def insert_many(self, news: Sequence[NewMemory]) -> list[int]:
+        """Insert every memory (text index, tags, payload included) in order; return their new ids."""
+        ...
+
+    def get(self, memory_id: int) -> Memory:
+        """Return the memory in any status; raises ``NotFoundError``."""
+        ...
+
+    def get_active(self, memory_id: int) -> Memory:
+        """Return the active memory; raises ``NotFoundError``, or ``ConflictError`` when it is not active."""
+        ...
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
+        """Return id → memory for the existing ids among ``ids`` (any status)."""
+        ...
+
+    def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
+        """Return ``(id, content)`` of the existing ids among ``ids``, by id."""
+        ...
+
+    def payload(self, memory_id: int) -> tuple[Any, Any]:
+        """Return the parsed ``(data, metadata)`` of a perception, ``(None, None)`` when absent."""
+        ...
+
+    def payloads(self, ids: Sequence[int]) -> dict[int, tuple[Any, Any]]:
+        """Return id → parsed ``(data, metadata)`` for the perceptions among ``ids``."""
+        ...
+
+    def find_exact(self, collection: str, digest: str) -> int | None:
+        """Return the id of an active fact of ``collection`` with this content hash, if any."""
+        ...
+
+    def facts_with_numbers(self, collection: str, text: str, limit: int) -> list[tuple[int, str]] | None:
+        """Return ``(id, content)`` of the active facts of ``collection`` that hold every number of ``text``.
+
+        Returns None when ``text`` has no number or more than ``limit`` facts qualify (too many to screen).
+        """
+        ...
+
+    def jaccard_candidates(self, collection: str, text: str, limit: int, threshold: float) -> list[int]:
+        """Return up to ``limit`` active facts of ``collection`` sharing words with ``text``, best match first,
+        among which every fact with word Jaccard ≥ ``threshold`` to ``text`` is found."""
+        ...
+
+    def active_facts_among(self, ids: Sequence[int], collection: str) -> set[int]:
+        """Return the ids among ``ids`` of active facts in ``collection``."""
+        ...
+
+    def replace_content(
+        self,
+        memory_id: int,
+        *,
+        content: str,
+        digest: str,
+        category: str,
+        confidence: float,
+        context: dict[str, Any],
+        scope_files: tuple[str, ...],
+        scope_entities: tuple[str, ...],
+        tags: tuple[str, ...],
+        index_body: str,
+        now: str,
+    ) -> None:
+        """Rewrite the text of a memory and everything derived from it; its vector is left to the caller."""
+        ...
+
+    def invalidate(self, memory_id: int, reason: str, now: str) -> None:
+        """Mark the memory invalidated and take it out of the text index."""
+        ...
+
+    def supersede(self, representative: int, merged: Sequence[int], now: str) -> None:
+        """Mark ``merged`` superseded by ``representative`` and record them on it."""
+        ...
+
+    def decay(self, collection: str, now: str, protected: Sequence[str], rate: float) -> int:
+        """Recompute confidence from ``base_confidence`` and days since last access; return how many changed."""
+        ...
+
+    def consolidation_candidates(self, session_id: str, collection: str) -> list[Candidate]:
+        """Return the active facts of the session that consolidation may consider."""
+        ...
+
+    def session_texts(self, session_id: str, limit: int) -> list[str]:
+        """Return the contents of the session's active memories, oldest id first."""
+        ...
+
+
+class SessionTable(Protocol):
+    """Episodes and their outcomes."""
+
+    def create(self, session_id: str, collection: str, context: dict[str, Any], now: str) -> None:
+        """Insert a new active session."""
+        ...
+
+    def get(self, session_id: str) -> Session:
+        """Return the session; raises ``NotFoundError``."""
+        ...
+
+    def get_active(self, session_id: str) -> Session:
+        """Return the session if still active; raises ``NotFoundError`` or ``ConflictError``."""
+        ...
+
+    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
+        """Mark the session ended and store its outcome and summary."""
+        ...
+
+    def summarize(self, session_id: str) -> dict[str, Any]:
+        """Return ``{"memory_count", "by_type", "by_category"}`` over its memories that are not invalidated."""
+        ...
+
+    def active_memory_count(self, collection: str) -> int:
+        """Return the number of active memories in ``collection``."""
+        ...
+
+
+class VectorTable(Protocol):
+    """Stored vectors: one per embedded memory, of the database's one model."""
+
+    def put(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        """Store the vector and mark the memory embedded with ``model_id``."""
+        ...
+
+    def drop(self, memory_id: int) -> None:
+        """Remove the memory's vector from every search."""
+        ...
+
+    def stored_model(self) -> tuple[str, int] | None:
+        """Return ``(model_id, dim)`` of the stored vectors, or None before the first vector."""
+        ...
+
+    def record_model(self, model_id: str, dim: int) -> None:
+        """Record the model whose vectors the store holds."""
+        ...
+
+    def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
+        """Return up to ``first`` ``(id, cosine)`` pairs with cosine ≥ ``min_similarity`` over every stored
+        vector of the query's model, most similar first."""
+        ...
+
+
+class EmbeddingJobs(Protocol):
+    """Backfill (memories without a vector) and re-embedding with a new model (staged, then swapped)."""
+
+    def count_without_vector(self) -> int: ...
+
+    def without_vector(self, after_id: int, limit: int) -> list[tuple[int, str]]: ...
+
+    def store_backfilled(self, items: Sequence[EmbeddedText], model_id: str, dim: int) -> int: ...
+
+    def reindex_target(self) -> tuple[str, int] | None: ...
+
+    def begin_reindex(self, model_id: str, dim: int) -> bool: ...
+
+    def unstaged(self, after_id: int, limit: int) -> list[tuple[int, str]]: ...
+
+    def stage(self, items: Sequence[EmbeddedText], model_id: str) -> None: ...
+
+    def staging_progress(self) -> tuple[int, int]: ...
+
+    def swap_reindex(self, model_id: str, dim: int) -> tuple[int, int]: ...
+
+
+class TransferRows(Protocol):
+    """Whole rows for export and import (every column, lineage by uid)."""
+
+    def schema_version(self) -> int: ...
+
+    def count_memories(self, collection: str | None) -> int: ...
+
+    def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]: ...
+
+    def iter_memories(self, collection: str | None, *, with_vectors: bool) -> Iterator[dict[str, Any]]: ...
+
+    def ids_of(self, uids: Sequence[str]) -> dict[str, int]: ...
+
+    def insert_memory(self, uid: str, fields: dict[str, Any], keep_id: int | None) -> int: ...
+
+    def overwrite_memory(self, memory_id: int, fields: dict[str, Any]) -> None: ...
+
+    def write_derived(
+        self,
+        memory_id: int,
+        *,
+        index_body: str | None,
+        tags: Sequence[tuple[str, str]],
+        perception: tuple[str | None, str | None] | None,
+    ) -> None:
+        """Replace the text-index entry (None: none), the ``(tag, source)`` tags and the perception payload
+        ``(data JSON, metadata JSON)`` of an imported memory."""
+        ...
+
+    def set_lineage(
+        self, memory_id: int, superseded_by: int | None, merged_ids: Sequence[int], *, fill_only: bool
+    ) -> None: ...
+
+    def session_exists(self, session_id: str) -> bool: ...
+
+    def write_session(self, fields: dict[str, Any], outcome: dict[str, Any] | None) -> None: ...
+
+
+class BrowseQueries(Protocol):
+    """Read-only views behind the web UI."""
+
+    def list_memories(self, query: MemoryQuery, limit: int, offset: int) -> tuple[list[Memory], int]: ...
+
+    def totals(self, collection: str | None, since: str) -> dict[str, Any]: ...
+
+    def category_counts(self, collection: str | None) -> list[tuple[str, int]]: ...
+
+    def collection_rows(self) -> list[CollectionSummary]: ...
+
+    def list_sessions(
+        self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
+    ) -> tuple[list[SessionRow], int]: ...
+
+    def session_row(self, session_id: str) -> SessionRow | None: ...
+
+    def session_memory_ids(self, session_id: str) -> list[int]: ...
+
+    def failed_sessions(self, collection: str | None, max_outcome: float, limit: int) -> list[SessionRow]: ...
+
+    def failure_memory_ids(self, collection: str | None, limit: int) -> list[int]: ...
+
+    def spatial_fields(self, collection: str | None) -> list[str]: ...
+
+    def spatial_points(
+        self, key: str, collection: str | None, limit: int
+    ) -> list[tuple[int, str, list[Any], Any]]: ...
+
+
+class Maintenance(Protocol):
+    """Checks of the derived indexes against the memories, and their rebuild."""
+
+    def check(self) -> IntegrityReport: ...
+
+    def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]: ...
+
+    def index_report(self) -> dict[str, Any]: ...
+
+
+class StoreTx(Protocol):
+    """One transaction's view of the store."""
+
+    @property
+    def memories(self) -> MemoryTable: ...
+
+    @property
+    def sessions(self) -> SessionTable: ...
+
+    @property
+    def vectors(self) -> VectorTable: ...
+
+    @property
+    def jobs(self) -> EmbeddingJobs: ...
+
+    @property
+    def transfer(self) -> TransferRows: ...
+
+    @property
+    def browse(self) -> BrowseQueries: ...
+
+    @property
+    def maintenance(self) -> Maintenance: ...
+
+    def candidates(self, scope: RecallScope) -> CandidateSource:
+        """Return the recall channels over ``scope`` on this transaction's snapshot."""
+        ...
+
+
+class Store(Protocol):
+    """A storage engine: transactions, the access log, and its lifecycle."""
+
+    @property
+    def location(self) -> str:
+        """What the store is, for messages and reports (a file path, a server without credentials)."""
+        ...
+
+    def read(self, work: Callable[[StoreTx], T]) -> T:
+        """Run ``work`` on one consistent snapshot; raises ``DatabaseError`` when the engine fails."""
+        ...
+
+    def write(self, work: Callable[[StoreTx], T]) -> T:
+        """Run ``work`` in one transaction, committed together or not at all; raises ``DatabaseError``."""
+        ...
+
+    def record_access(self, ids: Iterable[int]) -> None:
+        """Count one access for each id, without making the caller wait for a write."""
+        ...
+
+    def warm_up(self, model_id: str | None, dim: int | None) -> None:
+        """Load what the first recall would load (indexes, caches) now."""
+        ...
+
+    def backup(self, target: Path) -> int:
+        """Write a consistent, verified copy of the whole store to the new file ``target``.
+
+        Returns the number of memories in the copy; ``target`` never holds a partial copy. Raises
+        ``DatabaseError`` when the copy cannot be made or fails its check.
+        """
+        ...
+
+    def close(self) -> None:
+        """Flush queued access counts and release every connection."""
+        ...
