@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint bench bench-quick web-demo experiment experiment-quick clean
+.PHONY: demo test test-fast check lint bench bench-quick web-demo experiment experiment-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	scripts/check
+
+# The suite without the tests that spawn processes, servers or a browser (seconds, for the edit loop).
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow"
 
 web-demo: $(STAMP)
 	$(PY) -m robotmem.adapters.web.demo --db $(VENV)/web-demo.db

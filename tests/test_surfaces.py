@@ -14,12 +14,16 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from werkzeug.serving import make_server
 
 from robotmem import RobotMemError, RobotMemory
 from robotmem.adapters.web import create_app
 from robotmem.config import Settings
+
+# Spawns processes or servers; left out of `make test-fast`.
+pytestmark = pytest.mark.slow
 
 VOLATILE = {"created_at", "updated_at", "last_accessed", "session_id", "query_ms", "access_count"}
 SCRIPT: list[tuple[str, dict[str, Any]]] = [

@@ -21,6 +21,9 @@ from embedders.servers import FakeServer, serve
 from robotmem import RobotMemory
 from robotmem.config import Settings
 
+# Spawns processes or servers; left out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 TOOL_NAMES = {"learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"}
 # Fields that differ between two databases fed the same calls at different moments (access counts are
 # flushed in the background, so a recall may or may not see the one before it).

@@ -34,7 +34,10 @@ CHROMIUM_ARGS = [
 SCRIPT_PAYLOAD = "<script>window.__pwned = 1</script> note from the operator"
 IMG_PAYLOAD = '<img src="x" onerror="window.__pwned = 2"> camera glitch'
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium"),
+]
 
 
 def seed(memory: RobotMemory) -> dict[str, Any]:

@@ -19,6 +19,9 @@ from robotmem import RobotMemory  # noqa: E402
 from robotmem.adapters.web import create_app  # noqa: E402
 from robotmem.config import Settings  # noqa: E402
 
+# Spawns processes or servers; left out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+# Spawns processes or servers; left out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
 
 

@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Spawns processes or servers; left out of `make test-fast`.
+pytestmark = pytest.mark.slow
+
 
 def run(tmp_path: Path, *args: str, backend: str = "hash") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": backend}
