@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict
+
+# The seven operations' results carry a docstring under each key: MCP's output schemas are derived from
+# these types, and the docstrings become the field descriptions a client reads.
+described = with_config(ConfigDict(use_attribute_docstrings=True))
 
 
 class AutoInferred(TypedDict):
@@ -23,17 +28,26 @@ class AutoInferred(TypedDict):
     params: dict[str, Any]
 
 
+@described
 class LearnResult(TypedDict):
-    """``created`` (memory_id, auto_inferred) or ``duplicate`` (method, existing_id, similarity)."""
+    """Result of learn: ``created`` (memory_id, auto_inferred) or ``duplicate`` (method, existing_id,
+    similarity)."""
 
     status: Literal["created", "duplicate"]
+    """created: a new memory; duplicate: the experience is already stored (nothing was written)."""
     memory_id: NotRequired[int]
+    """created: id of the new memory."""
     auto_inferred: NotRequired[AutoInferred]
+    """created: category, confidence, tags, scope_files, scope_entities, params."""
     method: NotRequired[Literal["exact", "jaccard", "cosine"]]
+    """duplicate: which check found it."""
     existing_id: NotRequired[int]
+    """duplicate: id of the memory already stored."""
     similarity: NotRequired[float]
+    """duplicate: similarity to it, 0..1."""
 
 
+@described
 class MemoryRecord(TypedDict):
     """A memory as recall, listings and the web show it: the context's four sections also at top level."""
 
@@ -57,21 +71,34 @@ class MemoryRecord(TypedDict):
     task: dict[str, Any]
 
 
+@described
 class RecallHit(MemoryRecord):
     """A recalled memory with its normalised score (best = 1.0) and the channels that found it."""
 
     score: float
+    """Relevance after fusion, weights and sorting, normalised so the best is 1.0."""
     matched_by: list[str]
-    spatial_distance: NotRequired[float | None]  # with spatial_sort (null when not finite)
-    data: NotRequired[Any]  # perceptions, with include_data
-    metadata: NotRequired[Any]  # perceptions, with include_data
+    """The channels that found it: text, vector."""
+    spatial_distance: NotRequired[float | None]
+    """With spatial_sort: Euclidean distance to the target (null when not finite or without the field)."""
+    data: NotRequired[Any]
+    """Perceptions, with include_data: the stored payload."""
+    metadata: NotRequired[Any]
+    """Perceptions, with include_data: the stored metadata."""
 
 
+@described
 class RecallResult(TypedDict):
+    """Result of recall."""
+
     memories: list[RecallHit]
+    """Best first."""
     total: int
+    """Number of memories returned."""
     mode: Literal["hybrid", "bm25_only", "vec_only", "filter_only"]
+    """The search that ran (bm25_only when no embedder can run, filter_only for an empty query)."""
     query_ms: float
+    """Time the recall took, in milliseconds."""
 
 
 class ListedMemory(MemoryRecord):
@@ -94,32 +121,60 @@ class MemoryDetail(ListedMemory):
     metadata: NotRequired[Any]  # perceptions
 
 
+@described
 class PerceptionResult(TypedDict):
+    """Result of save_perception."""
+
     memory_id: int
+    """Id of the new perception."""
     perception_type: str
+    """visual, tactile, auditory, proprioceptive or procedural."""
     collection: str
+    """Collection it was stored in."""
     has_embedding: bool
+    """Whether the description got a vector now (else backfill adds it later)."""
 
 
+@described
 class ForgetResult(TypedDict):
+    """Result of forget."""
+
     status: Literal["forgotten"]
+    """Always forgotten: recall no longer returns the memory."""
     memory_id: int
+    """Id of the forgotten memory."""
     content: str
+    """Text of the forgotten memory."""
     reason: str
+    """Why it was forgotten, as given."""
 
 
+@described
 class UpdateResult(TypedDict):
+    """Result of update."""
+
     status: Literal["updated"]
+    """Always updated."""
     memory_id: int
+    """Id of the corrected memory."""
     old_content: str
+    """Text before the correction."""
     new_content: str
+    """Text after the correction."""
     auto_inferred: AutoInferred
+    """Category, confidence, tags, scopes and params inferred again from the new text."""
 
 
+@described
 class StartSessionResult(TypedDict):
+    """Result of start_session."""
+
     session_id: str
+    """Pass it to end_session (and optionally to learn, save_perception and recall)."""
     collection: str
+    """Collection of the episode."""
     active_memories_count: int
+    """Active memories already in the collection."""
 
 
 class SessionSummary(TypedDict):
@@ -135,13 +190,22 @@ class ConsolidationReport(TypedDict):
     avg_similarity: float
 
 
+@described
 class EndSessionResult(TypedDict):
+    """Result of end_session."""
+
     status: Literal["ended"]
+    """Always ended."""
     session_id: str
+    """The episode that ended."""
     summary: SessionSummary
+    """memory_count, by_type and by_category of the episode's memories."""
     decayed_count: int
+    """Memories whose confidence decayed."""
     consolidated: ConsolidationReport
+    """merged_groups, superseded_count, compression_ratio, avg_similarity."""
     related_memories: list[RecallHit]
+    """Memories of other episodes related to this one, best first."""
 
 
 class SessionRecord(TypedDict):

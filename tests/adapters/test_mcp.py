@@ -14,17 +14,27 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from embedders.servers import FakeServer, serve
-from robotmem import RobotMemory
+from robotmem import RobotMemory, results
 from robotmem.config import Settings
 
 # Spawns processes or servers; left out of `make test-fast`.
 pytestmark = pytest.mark.slow
 
-TOOL_NAMES = {"learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"}
+OUTPUT_TYPES: dict[str, Any] = {
+    "learn": results.LearnResult,
+    "recall": results.RecallResult,
+    "save_perception": results.PerceptionResult,
+    "forget": results.ForgetResult,
+    "update": results.UpdateResult,
+    "start_session": results.StartSessionResult,
+    "end_session": results.EndSessionResult,
+}
+TOOL_NAMES = set(OUTPUT_TYPES)
 # Fields that differ between two databases fed the same calls at different moments (access counts are
 # flushed in the background, so a recall may or may not see the one before it).
 VOLATILE = {"created_at", "updated_at", "last_accessed", "session_id", "query_ms", "access_count"}
@@ -59,11 +69,14 @@ async def connect(
 
 
 async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool that must succeed; its text content must be the JSON of its structured content."""
+    """Call a tool that must succeed; its text content must be the JSON of its structured content, and
+    that content must satisfy the output schema the server lists for the tool."""
     result = await session.call_tool(name, arguments)
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
     assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
     assert result.structured_content is not None
+    listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+    jsonschema.validate(result.structured_content, listed[name].output_schema or {})
     return result.structured_content
 
 
@@ -92,6 +105,12 @@ def test_list_tools_returns_the_seven_tools_with_schemas_and_hints(tmp_path: Pat
             assert tool.input_schema["type"] == "object"
             assert tool.input_schema["additionalProperties"] is False
             assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+            # Derived from the result TypedDict: every key, each with the description a client reads.
+            result_type = OUTPUT_TYPES[tool.name]
+            assert set(tool.output_schema["properties"]) == set(result_type.__annotations__), tool.name
+            assert all(prop.get("description") for prop in tool.output_schema["properties"].values()), (
+                tool.name
+            )
             assert tool.description and len(tool.description) > 200
             assert all(prop.get("description") for prop in tool.input_schema["properties"].values()), (
                 tool.name

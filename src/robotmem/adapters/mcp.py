@@ -24,9 +24,18 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from robotmem import RobotMemError, RobotMemory, __version__
+from robotmem.results import (
+    EndSessionResult,
+    ForgetResult,
+    LearnResult,
+    PerceptionResult,
+    RecallResult,
+    StartSessionResult,
+    UpdateResult,
+)
 from robotmem.validation import (
     EndSessionInput,
     ForgetInput,
@@ -126,96 +135,6 @@ PARAMETER_HINTS: dict[tuple[str, str], str] = {
 }
 
 
-# ---- structured output schemas ------------------------------------------------------------------------
-# Extra keys are allowed and types kept broad: the schemas document the SPEC §2 shapes for clients, while
-# the dict a tool returns is always exactly what RobotMemory returned.
-
-
-class _Output(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class LearnOutput(_Output):
-    """Result of learn: a new memory, or the existing one it duplicates."""
-
-    status: str = Field(description='"created" or "duplicate".')
-    memory_id: int | None = Field(default=None, description="created: id of the new memory.")
-    auto_inferred: dict[str, Any] | None = Field(
-        default=None,
-        description="created: category, confidence, tags, scope_files, scope_entities, params.",
-    )
-    method: str | None = Field(default=None, description='duplicate: "exact", "jaccard" or "cosine".')
-    existing_id: int | None = Field(default=None, description="duplicate: id of the memory already stored.")
-    similarity: float | None = Field(default=None, description="duplicate: similarity to it, 0..1.")
-
-
-class RecallOutput(_Output):
-    """Result of recall."""
-
-    memories: list[dict[str, Any]] = Field(
-        description="Best first. Each: id, collection, type, content, human_summary, category, confidence, "
-        "tags, session_id, perception_type, created_at, updated_at, access_count, context, params, "
-        "spatial, robot, task, score (best = 1.0), matched_by; spatial_distance with spatial_sort; "
-        "data and metadata of perceptions with include_data."
-    )
-    total: int = Field(description="Number of memories returned.")
-    mode: str = Field(description="Search that ran: hybrid, bm25_only, vec_only or filter_only.")
-    query_ms: float = Field(description="Time the recall took, in milliseconds.")
-
-
-class SavePerceptionOutput(_Output):
-    """Result of save_perception."""
-
-    memory_id: int
-    perception_type: str
-    collection: str
-    has_embedding: bool = Field(description="Whether the description got a vector (else it is added later).")
-
-
-class ForgetOutput(_Output):
-    """Result of forget."""
-
-    status: str = Field(description='"forgotten".')
-    memory_id: int
-    content: str = Field(description="Text of the forgotten memory.")
-    reason: str
-
-
-class UpdateOutput(_Output):
-    """Result of update."""
-
-    status: str = Field(description='"updated".')
-    memory_id: int
-    old_content: str
-    new_content: str
-    auto_inferred: dict[str, Any] = Field(
-        description="Category, confidence, tags, scopes and params inferred again."
-    )
-
-
-class StartSessionOutput(_Output):
-    """Result of start_session."""
-
-    session_id: str = Field(description="Pass it to end_session (and optionally to learn/recall).")
-    collection: str
-    active_memories_count: int = Field(description="Active memories already in the collection.")
-
-
-class EndSessionOutput(_Output):
-    """Result of end_session."""
-
-    status: str = Field(description='"ended".')
-    session_id: str
-    summary: dict[str, Any] = Field(description="memory_count, by_type, by_category of the session.")
-    decayed_count: int = Field(description="Memories whose confidence decayed.")
-    consolidated: dict[str, Any] = Field(
-        description="merged_groups, superseded_count, compression_ratio, avg_similarity."
-    )
-    related_memories: list[dict[str, Any]] = Field(
-        description="Memories of other sessions related to this one (recall records)."
-    )
-
-
 # ---- the seven tools ----------------------------------------------------------------------------------
 
 
@@ -226,7 +145,8 @@ class Operation:
     name: str
     title: str
     inputs: type[BaseModel]
-    output: type[BaseModel]
+    # The result TypedDict: the tool's output schema, against which the SDK checks every structured result.
+    output: type[Any]
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
@@ -243,15 +163,15 @@ class Operation:
 
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("learn", "Learn from experience", LearnInput, LearnOutput),
-    Operation("recall", "Recall relevant experience", RecallInput, RecallOutput, read_only=True),
-    Operation("save_perception", "Save a perception", SavePerceptionInput, SavePerceptionOutput),
+    Operation("learn", "Learn from experience", LearnInput, LearnResult),
+    Operation("recall", "Recall relevant experience", RecallInput, RecallResult, read_only=True),
+    Operation("save_perception", "Save a perception", SavePerceptionInput, PerceptionResult),
     # forget only marks the memory invalidated (it stays in the file with its reason), yet recall loses it.
-    Operation("forget", "Forget a memory", ForgetInput, ForgetOutput, destructive=True, idempotent=True),
-    Operation("update", "Correct a memory", UpdateInput, UpdateOutput, destructive=True, idempotent=True),
-    Operation("start_session", "Start an episode", StartSessionInput, StartSessionOutput),
+    Operation("forget", "Forget a memory", ForgetInput, ForgetResult, destructive=True, idempotent=True),
+    Operation("update", "Correct a memory", UpdateInput, UpdateResult, destructive=True, idempotent=True),
+    Operation("start_session", "Start an episode", StartSessionInput, StartSessionResult),
     # Consolidation marks merged memories superseded but keeps them with their lineage: nothing is lost.
-    Operation("end_session", "End an episode", EndSessionInput, EndSessionOutput),
+    Operation("end_session", "End an episode", EndSessionInput, EndSessionResult),
 )
 OPERATION_BY_NAME = {operation.name: operation for operation in OPERATIONS}
 

@@ -150,9 +150,41 @@ def stats(engine: Engine, collection: str | None = None) -> Stats:
     return engine.read(work)
 
 
-def list_memories(engine: Engine, **arguments: Any) -> MemoryPage:
+def list_memories(
+    engine: Engine,
+    collection: str | None = None,
+    type: str | None = None,
+    status: str = "active",
+    category: str | None = None,
+    perception_type: str | None = None,
+    session_id: str | None = None,
+    min_confidence: float | None = None,
+    max_confidence: float | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    order: str = "newest",
+) -> MemoryPage:
     """Return one page of memories in time order; see ``RobotMemory.list_memories``."""
-    args = validate_input(ListMemoriesInput, arguments)
+    args = validate_input(
+        ListMemoriesInput,
+        {
+            "collection": collection,
+            "type": type,
+            "status": status,
+            "category": category,
+            "perception_type": perception_type,
+            "session_id": session_id,
+            "min_confidence": min_confidence,
+            "max_confidence": max_confidence,
+            "since": since,
+            "until": until,
+            "limit": limit,
+            "offset": offset,
+            "order": order,
+        },
+    )
     if (
         args.min_confidence is not None
         and args.max_confidence is not None
@@ -183,9 +215,19 @@ def list_memories(engine: Engine, **arguments: Any) -> MemoryPage:
     }
 
 
-def list_sessions(engine: Engine, **arguments: Any) -> SessionPage:
+def list_sessions(
+    engine: Engine,
+    collection: str | None = None,
+    status: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    order: str = "newest",
+) -> SessionPage:
     """Return one page of sessions with their counts; see ``RobotMemory.list_sessions``."""
-    args = validate_input(ListSessionsInput, arguments)
+    args = validate_input(
+        ListSessionsInput,
+        {"collection": collection, "status": status, "limit": limit, "offset": offset, "order": order},
+    )
     target = _collection(args.collection)
     page, total = engine.read(
         lambda tx: tx.browse.list_sessions(

@@ -241,7 +241,22 @@ class RobotMemory:
         ``status`` is active, superseded, invalidated or any; ``since``/``until`` bound ``created_at``
         (naive times are UTC); ``collection`` None covers every collection. Raises ``ValidationError``.
         """
-        return browse.list_memories(self._engine, **{k: v for k, v in locals().items() if k != "self"})
+        return browse.list_memories(
+            self._engine,
+            collection,
+            type,
+            status,
+            category,
+            perception_type,
+            session_id,
+            min_confidence,
+            max_confidence,
+            since,
+            until,
+            limit,
+            offset,
+            order,
+        )
 
     def list_sessions(
         self,
@@ -253,7 +268,7 @@ class RobotMemory:
     ) -> SessionPage:
         """Return ``{"sessions", "total", "limit", "offset"}``; each session has its outcome score,
         memory count and the success rate of its judged memories. Raises ``ValidationError``."""
-        return browse.list_sessions(self._engine, **{k: v for k, v in locals().items() if k != "self"})
+        return browse.list_sessions(self._engine, collection, status, limit, offset, order)
 
     def session_memories(self, session_id: str) -> SessionTimeline:
         """Return ``{"session", "memories", "total"}``: the episode's memories of every status in time order.
