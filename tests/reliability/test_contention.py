@@ -7,6 +7,7 @@ smaller. Each returns its figures and a ``passed`` verdict built from the checks
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -51,5 +52,5 @@ def test_writer_killed_at_random_moments_loses_no_acknowledged_write(
     soak: ModuleType, tmp_path: Path
 ) -> None:
     result = soak.scenario_crash(tmp_path, runs=6)
-    assert result["passed"], result["failed_runs"]
+    assert result["passed"], json.dumps(result["failed_runs"])
     assert result["acknowledged_total"] > 0
