@@ -1,18 +1,18 @@
 """Duplicate detection on learn: exact text, then word Jaccard, then embedding cosine (pure functions).
 
-Texts that differ in any number (another force, episode, distance) or in a decisive word (success or
-failure, never or always, left or right, more or less) record different experiences and are never
-duplicates, whatever their similarity: on the evaluation set, "Episode 12 … success" and "… failed"
-share 80% of their words and reach cosine 0.99 under multilingual-e5-small.
+Texts that differ in any number (another force, episode, distance) or in polarity (success or failure,
+safe or unsafe, open or closed, allowed or forbidden, 允许 or 禁止: ``polarity.opposed``) record different
+experiences and are never duplicates, whatever their similarity: on the evaluation set, "Episode 12 …
+success" and "… failed" share 80% of their words and reach cosine 0.99 under multilingual-e5-small.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from robotmem.text import jaccard, numbers, tokens_plain, word_set
+from robotmem.polarity import opposed, polarity
+from robotmem.text import jaccard, numbers, word_set
 
 # Cosine above which two texts are the same statement, per model. Under multilingual-e5-small,
 # distinct robot memories reach 0.997 and rephrasings 0.95-0.995 (docs/embedders.md): no threshold
@@ -40,95 +40,24 @@ def cosine_threshold(model_id: str, configured: float) -> float:
     return COSINE_THRESHOLDS.get(model_id, DEFAULT_COSINE_THRESHOLD)
 
 
-# Words that flip the meaning of an otherwise identical experience.
-MARKER_WORDS = frozenset(
-    [
-        "success",
-        "successful",
-        "successfully",
-        "succeeded",
-        "succeeds",
-        "succeed",
-        "fail",
-        "fails",
-        "failed",
-        "failure",
-        "failing",
-        "never",
-        "always",
-        "not",
-        "no",
-        "cannot",
-        "without",
-        "left",
-        "right",
-        "up",
-        "down",
-        "above",
-        "below",
-        "before",
-        "after",
-        "increase",
-        "increased",
-        "decrease",
-        "decreased",
-        "higher",
-        "lower",
-        "more",
-        "less",
-        "faster",
-        "slower",
-        "too",
-        "enough",
-    ]
-)
-_CONTRACTED_NOT = re.compile(r"n['’]t\b", re.IGNORECASE)
-CJK_MARKERS = (
-    "成功",
-    "失败",
-    "不",
-    "没",
-    "从不",
-    "总是",
-    "永远",
-    "左",
-    "右",
-    "上",
-    "下",
-    "高",
-    "低",
-    "快",
-    "慢",
-    "增加",
-    "减少",
-    "多",
-    "少",
-)
-
-
-def markers(text: str) -> frozenset[str]:
-    """Return the decisive words of ``text`` (outcome, negation, direction, comparison)."""
-    words = {word for word in tokens_plain(text) if word in MARKER_WORDS}
-    if _CONTRACTED_NOT.search(text):
-        words.add("not")
-    words.update(marker for marker in CJK_MARKERS if marker in text)
-    return frozenset(words)
-
-
 def same_numbers(left: str, right: str) -> bool:
     """Return True when both texts mention the same numbers in the same order."""
     return numbers(left) == numbers(right)
 
 
 def same_experience(left: str, right: str) -> bool:
-    """Return True unless the texts differ in a number or in a decisive word (then they never merge)."""
-    return same_numbers(left, right) and markers(left) == markers(right)
+    """Return True unless the texts differ in a number or in polarity (then they never merge).
+
+    Polarity is ``polarity.opposed``: a decisive word (outcome, negation, antonym, direction, on/off state)
+    differs, or one text negates a word of the other with a prefix ("unsafe" against "safe").
+    """
+    return same_numbers(left, right) and not opposed(polarity(left), polarity(right))
 
 
 def same_experience_as(text: str) -> Callable[[str], bool]:
     """Return a test of ``same_experience(text, other)`` that reads ``text`` once, for many others."""
-    text_numbers, text_markers = numbers(text), markers(text)
-    return lambda other: numbers(other) == text_numbers and markers(other) == text_markers
+    text_numbers, text_polarity = numbers(text), polarity(text)
+    return lambda other: numbers(other) == text_numbers and not opposed(text_polarity, polarity(other))
 
 
 def find_jaccard_duplicate(

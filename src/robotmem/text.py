@@ -24,7 +24,8 @@ def _segmenter() -> Any:
 
 
 # CJK unified ideographs (+ extension A), kana and hangul are segmented by the dictionary.
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _WORD = re.compile(r"[^\W_]+(?:[._][^\W_]+)*", re.UNICODE)
 _PARTS = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+", re.UNICODE)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")

@@ -1,11 +1,13 @@
-"""The rare-word probe of the Jaccard dedup query keeps every possible duplicate."""
+"""Dedup on learn: the rare-word probe keeps every possible duplicate; a lesson's opposite is never one."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robotmem import RobotMemory
@@ -15,6 +17,12 @@ from robotmem.store.sqlite import search
 from robotmem.text import jaccard, word_set
 
 WHERE = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def segmenter_loaded() -> None:
+    """Load the CJK dictionary once, so its first-use cost does not count against hypothesis deadlines."""
+    word_set("抓取")
 
 
 def test_learn_still_finds_a_jaccard_duplicate_among_common_words(bm25_memory: RobotMemory) -> None:
@@ -109,3 +117,116 @@ def test_duplicate_search_reads_the_text_once_and_decides_as_pair_by_pair(
     assert [same_experience_as(text)(other) for other in others] == [
         same_experience(text, other) for other in others
     ]
+
+
+CONTRADICTIONS = [
+    (
+        "It is safe to move the arm while the safety door is open",
+        "It is unsafe to move the arm while the safety door is open",
+    ),
+    (
+        "It is safe to move the arm while the safety door is open",
+        "It is safe to move the arm while the safety door is closed",
+    ),
+    (
+        "Entering the cell is allowed while the conveyor runs",
+        "Entering the cell is forbidden while the conveyor runs",
+    ),
+    (
+        "Enable the torque limiter before teaching the arm",
+        "Disable the torque limiter before teaching the arm",
+    ),
+    ("Use the maximum grip force on the steel bracket", "Use the minimum grip force on the steel bracket"),
+    (
+        "Keep the vacuum pump on while the cup holds the box",
+        "Keep the vacuum pump off while the cup holds the box",
+    ),
+    (
+        "The lidar detects the glass wall in corridor B",
+        "The lidar doesn't detect the glass wall in corridor B",
+    ),
+    ("The depth camera calibration is correct", "The depth camera calibration is incorrect"),
+    ("Open the door before you close the gripper", "Close the door before you open the gripper"),
+    ("安全门打开时移动机械臂是安全的", "安全门打开时移动机械臂是不安全的"),
+    ("安全门打开时允许移动机械臂", "安全门打开时禁止移动机械臂"),
+    ("抓取玻璃杯前先打开夹爪", "抓取玻璃杯前先关闭夹爪"),
+    ("搬运钢板时使用最大夹持力", "搬运钢板时使用最小夹持力"),
+    ("这次抓取马克杯成功了", "这次抓取马克杯失败了"),
+    ("激光雷达能看到走廊里的玻璃墙", "激光雷达看不到走廊里的玻璃墙"),
+]
+VARIANTS = [
+    (
+        "It is unsafe to move the arm while the safety door is open",
+        "it is UNSAFE to move the arm, while the safety door is open.",
+    ),
+    (
+        "Keep the vacuum pump off while the cup holds the box",
+        "Note: keep the vacuum pump off while the cup holds the box",
+    ),
+    ("安全门打开时禁止移动机械臂", "安全门打开时，禁止移动机械臂。"),
+]
+
+
+@pytest.fixture
+def eager(tmp_path: Path) -> Iterator[RobotMemory]:
+    """A memory whose Jaccard and cosine thresholds would call every pair above a duplicate, but for polarity."""
+    settings = Settings(home=tmp_path / "home", dedup_jaccard=0.3, dedup_cosine=0.5)
+    with RobotMemory(tmp_path / "eager.db", embed_backend="hash", settings=settings) as mem:
+        yield mem
+
+
+@pytest.mark.parametrize(("first", "second"), CONTRADICTIONS)
+def test_learn_stores_both_lessons_of_a_contradicting_pair(
+    eager: RobotMemory, first: str, second: str
+) -> None:
+    stored = eager.learn(first)
+    opposite = eager.learn(second)
+
+    assert (stored["status"], opposite["status"]) == ("created", "created")
+    assert {m["content"] for m in eager.list_memories()["memories"]} == {first, second}
+    assert eager.learn(second)["status"] == "duplicate"  # the opposite itself is now known
+
+
+@pytest.mark.parametrize(("first", "second"), VARIANTS)
+def test_case_punctuation_and_filler_variants_stay_duplicates(
+    eager: RobotMemory, first: str, second: str
+) -> None:
+    stored = eager.learn(first)
+    repeat = eager.learn(second)
+
+    assert (repeat["status"], repeat["existing_id"]) == ("duplicate", stored["memory_id"])
+
+
+def test_the_bundled_model_does_not_swallow_an_opposite(real_memory: RobotMemory) -> None:
+    for first, second in CONTRADICTIONS:
+        collection = f"pair-{CONTRADICTIONS.index((first, second))}"
+        assert real_memory.learn(first, collection=collection)["status"] == "created"
+        assert real_memory.learn(second, collection=collection)["status"] == "created", second
+        assert real_memory.learn(second.upper(), collection=collection)["status"] == "duplicate"
+
+
+@pytest.fixture(scope="module")
+def shared_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotMemory]:
+    home = tmp_path_factory.mktemp("opposites")
+    settings = Settings(home=home / "home", dedup_jaccard=0.3, dedup_cosine=0.5)
+    with RobotMemory(home / "m.db", embed_backend="hash", settings=settings) as mem:
+        yield mem
+
+
+_collections = itertools.count()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(CONTRADICTIONS + [(b, a) for a, b in CONTRADICTIONS]),
+    st.sampled_from(["", ".", "!", " 。"]),
+)
+def test_learn_never_reports_an_opposite_as_a_duplicate(
+    shared_memory: RobotMemory, pair: tuple[str, str], ending: str
+) -> None:
+    collection = f"c{next(_collections)}"
+    first, second = pair
+    shared_memory.learn(first, collection=collection)
+
+    assert shared_memory.learn(second.lower() + ending, collection=collection)["status"] == "created"
+    assert shared_memory.learn(first.upper() + ending, collection=collection)["status"] == "duplicate"

@@ -59,3 +59,20 @@ def test_errors_go_to_stderr_with_nonzero_exit(tmp_path: Path) -> None:
     assert result.stderr.startswith("Error: context_filter['x']: unknown operator '$less'")
     missing = run(tmp_path, "forget", "12345", "--reason", "x")
     assert missing.returncode == 2 and "memory_id 12345: no memory with this id" in missing.stderr
+
+
+def test_learn_keeps_a_lesson_and_its_opposite_through_the_cli(tmp_path: Path) -> None:
+    lessons = [
+        "it is safe to move the arm while the safety door is open",
+        "it is unsafe to move the arm while the safety door is open",
+        "安全门打开时允许移动机械臂",
+        "安全门打开时禁止移动机械臂",
+    ]
+    results = [json.loads(run(tmp_path, "learn", text, backend="auto").stdout) for text in lessons]
+    assert [r["status"] for r in results] == ["created"] * 4
+    repeat = json.loads(
+        run(
+            tmp_path, "learn", "It is UNSAFE to move the arm, while the safety door is open.", backend="auto"
+        ).stdout
+    )
+    assert (repeat["status"], repeat["existing_id"]) == ("duplicate", results[1]["memory_id"])
