@@ -46,6 +46,7 @@ _MARKS_ZH = {
     **dict.fromkeys(lexicon.EXCEPTIONS_ZH.split(), ""),
 }
 _LONGEST_ZH = max(len(term) for term in _MARKS_ZH)
+_STARTS_ZH = frozenset(term[0] for term in _MARKS_ZH)
 _PREFIX_EXCEPTIONS = frozenset(lexicon.PREFIX_EXCEPTIONS_EN.split())
 
 
@@ -61,17 +62,16 @@ class Polarity:
 def polarity(text: str) -> Polarity:
     """Return the decisive marks and the words of ``text`` (NFKC, case-folded; "n't" reads as "not")."""
     folded = _CONTRACTED_NOT.sub(" not", unicodedata.normalize("NFKC", text).casefold())
+    tokens = _TOKEN.findall(folded)
     marks: list[str] = []
-    words: set[str] = set()
-    for match in _TOKEN.finditer(folded):
-        word = match.group("word")
-        if word is None:
-            marks.extend(_cjk_marks(match.group("cjk")))
-            continue
-        words.add(word)
-        mark = _MARKS_EN.get(word)
-        if mark is not None:
-            marks.append(mark)
+    for cjk, word in tokens:
+        if word:
+            mark = _MARKS_EN.get(word)
+            if mark is not None:
+                marks.append(mark)
+        else:
+            marks.extend(_cjk_marks(cjk))
+    words = {word for _, word in tokens if word}
     return Polarity(tuple(marks), frozenset(words))
 
 
@@ -112,6 +112,9 @@ def _cjk_marks(run: str) -> Iterator[str]:
     """Yield the marks of a CJK run, reading left to right with the longest lexicon entry first."""
     position = 0
     while position < len(run):
+        if run[position] not in _STARTS_ZH:
+            position += 1
+            continue
         for length in range(min(_LONGEST_ZH, len(run) - position), 0, -1):
             mark = _MARKS_ZH.get(run[position : position + length])
             if mark is not None:
