@@ -64,6 +64,7 @@ OPPOSITES = [
     ("the brake is locked when docked", "the brake is unlocked when docked"),
     ("a slip surface breaks odometry", "a non-slip surface breaks odometry"),
     ("open the door before you close the gripper", "close the door before you open the gripper"),
+    ("the unstable arm is stable now", "the unstable arm is unstable now"),
     ("安全门打开时移动机械臂是安全的", "安全门打开时移动机械臂是不安全的"),
     ("安全门打开时允许移动机械臂", "安全门打开时禁止移动机械臂"),
     ("抓取前先打开夹爪", "抓取前先关闭夹爪"),
@@ -119,9 +120,13 @@ PREFIXABLE = ["safe", "stable", "correct", "valid", "locked", "connected", "secu
 PUNCTUATION = [",", ".", "!", ";", ":", "(", ")", '"', "…", "，", "。", "！"]
 
 
+# Any English word: decisive or not, the change applied next to it must still show.
+ANY_EN = st.one_of(st.sampled_from(NEUTRAL_EN), st.from_regex(r"[a-z]{1,10}", fullmatch=True))
+
+
 def alternating(draw: st.DrawFn, chinese: bool, extra: str | None, at: int, decisive: list[str]) -> list[str]:
     """Neutral words around each decisive word (and ``extra`` in gap ``at``), so none touches another."""
-    neutral = st.sampled_from(NEUTRAL_ZH if chinese else NEUTRAL_EN)
+    neutral = st.sampled_from(NEUTRAL_ZH) if chinese else ANY_EN
     items = [draw(neutral)]
     for gap in range(len(decisive) + 1):
         if gap == at:
@@ -173,8 +178,8 @@ def test_any_lesson_and_its_opposite_are_never_duplicates(pair: tuple[str, str],
 @st.composite
 def lesson_and_variant(draw: st.DrawFn) -> tuple[str, str]:
     """An English lesson, and the same words in other letter case with punctuation between words."""
-    vocabulary = NEUTRAL_EN + [form for pair in lexicon.ANTONYMS_EN for pole in pair for form in pole.split()]
-    words = draw(st.lists(st.sampled_from(vocabulary), min_size=1, max_size=10))
+    forms = [form for pair in lexicon.ANTONYMS_EN for pole in pair for form in pole.split()]
+    words = draw(st.lists(st.one_of(ANY_EN, st.sampled_from(forms)), min_size=1, max_size=10))
     cased = ["".join(c.upper() if draw(st.booleans()) else c for c in word) for word in words]
     pieces = [word + "".join(draw(st.lists(st.sampled_from(PUNCTUATION), max_size=2))) for word in cased]
     return " ".join(words), " ".join(pieces)

@@ -92,12 +92,16 @@ def negated_stem(word: str) -> str | None:
     return None
 
 
-def _negates(words: Iterable[str], other: frozenset[str]) -> bool:
-    stems = [stem for word in words if (stem := negated_stem(word)) is not None]
-    if not stems:
+def _negates(only_here: frozenset[str], there: frozenset[str]) -> bool:
+    """Return True when a word only one lesson holds is a word of the other negated by a prefix ("unsafe"
+    against "safe"), or a word the other holds only negated ("stable" against "unstable")."""
+    if not only_here:
         return False
-    other_bases = {_base(word) for word in other}
-    return any(stem in other or _base(stem) in other_bases for stem in stems)
+    negated_here = {_base(stem) for word in only_here if (stem := negated_stem(word)) is not None}
+    if negated_here & {_base(word) for word in there}:
+        return True
+    negated_there = {_base(stem) for word in there if (stem := negated_stem(word)) is not None}
+    return any(_base(word) in negated_there for word in only_here)
 
 
 def _base(word: str) -> str:
