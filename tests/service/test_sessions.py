@@ -74,3 +74,22 @@ def test_an_opposite_written_by_update_is_not_merged_either(
 
     assert ended["consolidated"]["superseded_count"] == 0
     assert (status(memory, learned["memory_id"]), status(memory, other["memory_id"])) == ("active", "active")
+
+
+def test_consolidation_keeps_the_repeat_recalled_most_even_right_after_the_recall(
+    memory: RobotMemory,
+) -> None:
+    # Equal confidence, so access counts decide; they are queued by recall and written in the
+    # background, and end_session must not depend on whether that write has run yet.
+    session = memory.start_session()["session_id"]
+    older, newer = (memory.learn(text, session_id=session)["memory_id"] for text in REPEAT)
+    memory.learn("Lidar misses the glass wall of corridor B at night", session_id=session)  # 3 needed
+    assert memory.get_memory(older)["confidence"] == memory.get_memory(newer)["confidence"]
+    for _ in range(3):
+        hits = memory.recall("padded gripper wet glass bottle", n=1, context_filter={"id": older})
+        assert [hit["id"] for hit in hits["memories"]] == [older]
+
+    ended = memory.end_session(session)
+
+    assert ended["consolidated"]["superseded_count"] == 1
+    assert (status(memory, older), status(memory, newer)) == ("active", "superseded")

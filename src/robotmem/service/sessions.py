@@ -69,6 +69,7 @@ def end_session(engine: Engine, session_id: str, outcome_score: float | None = N
             tx.memories.session_texts(session.id, RELATED_QUERY_TEXTS),
         )
 
+    engine.store.settle_access()
     collection, summary, decayed, plan, texts = engine.write(work)
     if engine.current_session == target_id:
         engine.current_session = None

@@ -382,6 +382,11 @@ class Store(Protocol):
         """Count one access for each id, without making the caller wait for a write."""
         ...
 
+    def settle_access(self) -> None:
+        """Write the access counts queued by ``record_access`` now, so a decision that reads them
+        (which memory consolidation keeps) does not depend on when the background write ran."""
+        ...
+
     def warm_up(self, model_id: str | None, dim: int | None) -> None:
         """Load what the first recall would load (indexes, caches) now."""
         ...

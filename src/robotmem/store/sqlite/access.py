@@ -65,6 +65,10 @@ class AccessRecorder:
         except RobotMemError as exc:
             log.warning("access counts not recorded: %s", exc)
 
+    def settle(self, conn: object) -> None:
+        """Write what is queued now, on ``conn`` (the caller holds it), instead of at the next tick."""
+        self._flush_with(conn)
+
     def close(self) -> None:
         """Write what is queued and stop the thread."""
         with self._lock:

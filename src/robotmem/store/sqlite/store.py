@@ -134,6 +134,10 @@ class SqliteStore:
     def record_access(self, ids: Iterable[int]) -> None:
         self._access.record(ids)
 
+    def settle_access(self) -> None:
+        with self._lock:
+            self._access.settle(self._conn)
+
     def warm_up(self, model_id: str | None, dim: int | None) -> None:
         def load(tx: StoreTx) -> None:
             conn = tx.conn  # type: ignore[attr-defined]  # this store's own transactions
