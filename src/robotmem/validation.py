@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
@@ -243,3 +244,48 @@ def parse_name(field: str, raw: Any) -> str:
     if any(not ch.isprintable() for ch in text):
         raise ValidationError(f"{field}: must contain only printable characters")
     return text
+
+
+# ---- stored times ---------------------------------------------------------------------------------
+
+MAX_TIMESTAMP_CHARS = 64
+
+
+def read_timestamp(raw: Any) -> datetime | None:
+    """Return the moment an ISO 8601 text names, in UTC, or None when it names none.
+
+    The rule every stored time follows: a time with an offset (or ``Z``) is that moment; a time
+    without one, and a date alone (midnight), are read as UTC.
+    """
+    if not isinstance(raw, str) or not 0 < len(raw) <= MAX_TIMESTAMP_CHARS:
+        return None
+    text = raw.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=timezone.utc)
+        return moment.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        return None
+
+
+def parse_timestamp(field: str, raw: Any) -> str:
+    """Return ``raw`` as the stored form of a time: UTC, microseconds, ``+00:00``.
+
+    Naive times and dates alone are read as UTC (see ``read_timestamp``). Raises ``ValidationError``
+    naming ``field`` for anything that is not an ISO 8601 date or time.
+    """
+    moment = read_timestamp(raw)
+    if moment is None:
+        raise ValidationError(
+            f"{field}: must be an ISO 8601 time such as 2026-01-01T12:00:00+00:00, got {_short(raw)}"
+        )
+    return moment.isoformat(timespec="microseconds")
+
+
+def is_stored_timestamp(raw: Any) -> bool:
+    """True when ``raw`` is already in the stored form ``parse_timestamp`` returns."""
+    moment = read_timestamp(raw)
+    return moment is not None and moment.isoformat(timespec="microseconds") == raw

@@ -15,8 +15,9 @@ import logging
 import os
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from robotmem.errors import EmbeddingError, ValidationError
 from robotmem.export_format import (
@@ -25,23 +26,28 @@ from robotmem.export_format import (
     MemoryLine,
     export_line,
     file_model,
+    max_line_bytes,
     parse_conflict,
     read_header,
+    read_lines,
     read_records,
 )
 from robotmem.results import ExportResult, ImportResult
 from robotmem.serialize import exported_result, imported_result
 from robotmem.service.backfill import Progress
 from robotmem.service.engine import Engine
-from robotmem.store.protocol import StoreTx
+from robotmem.store.protocol import EmbeddedText, StoreTx
 from robotmem.text import index_text
 from robotmem.validation import parse_name
-from robotmem.vectors import FloatArray
 
 log = logging.getLogger("robotmem")
 JsonDict = dict[str, Any]
 
 IMPORT_BATCH_SIZE = 200
+EMBED_BATCH_SIZE = 64
+# Original ids above this are renewed on import: a kept id moves the id sequence, and ids beyond
+# 2**53 cannot be told apart by a JavaScript client.
+MAX_KEPT_ID = 2**53 - 1
 
 
 @dataclass
@@ -56,13 +62,20 @@ class _ImportRun:
     session_ids: dict[str, str] = field(default_factory=dict)
     memory_ids: dict[str, int] = field(default_factory=dict)
     lineage: list[tuple[int, str | None, list[str], bool]] = field(default_factory=list)
-    counts: dict[str, dict[str, int]] = field(
-        default_factory=lambda: {
+    to_embed: list[tuple[int, str]] = field(default_factory=list)
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def restart(self) -> None:
+        """Forget what a rolled-back attempt recorded (the write is retried from the start)."""
+        self.session_ids.clear()
+        self.memory_ids.clear()
+        self.lineage.clear()
+        self.to_embed.clear()
+        self.counts = {
             "memories": {"created": 0, "updated": 0, "skipped": 0},
             "sessions": {"created": 0, "updated": 0, "skipped": 0},
             "vectors": {"from_file": 0, "embedded": 0},
         }
-    )
 
     @property
     def file_vectors_usable(self) -> bool:
@@ -144,43 +157,60 @@ def import_memories(
     progress: Progress | None = None,
     batch_size: int = IMPORT_BATCH_SIZE,
 ) -> ImportResult:
-    """Import an export file; memories already present (same uid) are handled by ``conflict``.
+    """Import an export file, all or nothing; memories already present (same uid) follow ``conflict``.
 
     ``skip`` keeps the stored memory, ``overwrite`` replaces it with the file's, ``new-ids``
     imports every memory and session as new (fresh uids, ids and session ids). Original ids are
     kept where free (except in ``new-ids``); lineage and session references follow any remap.
-    Vectors come from the file when it holds vectors of the database's model, else they are
-    computed with the embedder, else the memories are left for backfill. ``collection`` moves
+    Every record is checked by the rules of the write operations and the whole file is written in
+    one transaction with its lineage: a rejected record leaves the database as it was. Vectors come
+    from the file when it holds vectors of the database's model; otherwise they are computed with
+    the embedder after the commit, else the memories are left for backfill. ``collection`` moves
     everything into that collection. Returns ``{"status": "imported", "path", "conflict",
     "memories": {"created", "updated", "skipped"}, "sessions": {...}, "vectors": {"from_file",
     "embedded"}, "without_vector"}``. Raises ``ValidationError`` for an unreadable or malformed
-    file (naming the line), ``DatabaseError``.
+    file (naming the line and field), ``DatabaseError``.
     """
     source = Path(path).expanduser()
     mode = parse_conflict(conflict)
     into = None if collection is None else parse_name("collection", collection)
-    try:
-        handle = source.open("r", encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(f"path: cannot read {source} ({exc.strerror or exc})") from None
-    with handle:
-        header = read_header(handle, source)
-        run = _plan_import(engine, mode, into, file_model(header, source))
-        announced = header.get("memories")
-        total = announced if isinstance(announced, int) else 0
-        if progress is not None:
-            progress("import", 0, total)
-        batch: list[JsonDict | MemoryLine] = []
-        for record in read_records(handle, source, None if run.file_model is None else run.file_model[1]):
-            batch.append(record)
-            if len(batch) >= batch_size:
-                _import_batch(engine, run, batch, progress, total)
-                batch = []
-        if batch:
-            _import_batch(engine, run, batch, progress, total)
-    engine.write(lambda tx: _apply_lineage(tx, run))
+    settings = engine.settings
+    limit = max_line_bytes(settings)
+    with _open_import(source) as handle:
+        header = read_header(read_lines(handle, source, limit), source)
+    run = _plan_import(engine, mode, into, file_model(header, source))
+    announced = header.get("memories")
+    total = announced if isinstance(announced, int) and not isinstance(announced, bool) else 0
+    dim = None if run.file_model is None else run.file_model[1]
+
+    def work(tx: StoreTx) -> None:
+        run.restart()
+        with _open_import(source) as handle:
+            lines = read_lines(handle, source, limit)
+            read_header(lines, source)
+            if progress is not None:
+                progress("import", 0, total)
+            batch: list[JsonDict | MemoryLine] = []
+            for _, record in read_records(lines, source, dim, settings):
+                batch.append(record)
+                if len(batch) >= batch_size:
+                    _import_batch(tx, run, batch, progress, total)
+                    batch = []
+            if batch:
+                _import_batch(tx, run, batch, progress, total)
+        _apply_lineage(tx, run)
+
+    engine.write(work)
+    _embed_imported(engine, run)
     left = engine.read(lambda tx: tx.jobs.count_without_vector())
     return imported_result(source, mode, run.counts, left)
+
+
+def _open_import(source: Path) -> BinaryIO:
+    try:
+        return source.open("rb")
+    except OSError as exc:
+        raise ValidationError(f"path: cannot read {source} ({exc.strerror or exc})") from None
 
 
 def _plan_import(
@@ -199,7 +229,7 @@ def _plan_import(
 
 
 def _import_batch(
-    engine: Engine,
+    tx: StoreTx,
     run: _ImportRun,
     batch: list[JsonDict | MemoryLine],
     progress: Progress | None,
@@ -208,39 +238,37 @@ def _import_batch(
     lines = [r for r in batch if isinstance(r, MemoryLine)]
     existing: dict[str, int] = {}
     if run.mode != "new-ids" and lines:
-        existing = engine.read(lambda tx: tx.transfer.ids_of([m.uid for m in lines]))
-    writing = [m for m in lines if run.mode == "overwrite" or m.uid not in existing or run.mode == "new-ids"]
-    vectors = _import_vectors(engine, run, writing)
-
-    def work(tx: StoreTx) -> None:
-        for record in batch:
-            if isinstance(record, MemoryLine):
-                _import_memory(tx, run, record, existing.get(record.uid), vectors.get(record.line))
-            else:
-                _import_session(tx, run, record)
-
-    engine.write(work)
+        existing = tx.transfer.ids_of([m.uid for m in lines])
+    for record in batch:
+        if isinstance(record, MemoryLine):
+            _import_memory(tx, run, record, existing.get(record.uid))
+        else:
+            _import_session(tx, run, record)
     if progress is not None and lines:
         progress("import", len(lines), total)
 
 
-def _import_vectors(engine: Engine, run: _ImportRun, lines: list[MemoryLine]) -> dict[int, FloatArray]:
-    active = [m for m in lines if m.fields.get("status", "active") == "active"]
-    found: dict[int, FloatArray] = {}
-    if run.file_vectors_usable:
-        found = {m.line: m.vector for m in active if m.vector is not None}
-        run.counts["vectors"]["from_file"] += len(found)
-    missing = [m for m in active if m.line not in found]
-    if missing and run.embed:
+def _embed_imported(engine: Engine, run: _ImportRun) -> None:
+    """Embed the imported memories that got no vector from the file, batch by batch, after the commit.
+
+    A failing embedder leaves the rest for backfill, as for any write made while it is down.
+    """
+    if not run.embed or not run.to_embed or run.target_model is None:
+        return
+    model = run.target_model
+    for start in range(0, len(run.to_embed), EMBED_BATCH_SIZE):
+        chunk = run.to_embed[start : start + EMBED_BATCH_SIZE]
         try:
-            matrix = engine.embedder.embed_batch([m.fields["content"] for m in missing], is_query=False)
+            matrix = engine.embedder.embed_batch([text for _, text in chunk], is_query=False)
         except EmbeddingError as exc:
             log.warning("import: embedding failed, the rest is left for backfill: %s", exc.message)
-            run.embed = False
-            return found
-        found.update({m.line: matrix[row] for row, m in enumerate(missing)})
-        run.counts["vectors"]["embedded"] += len(missing)
-    return found
+            return
+        items = [(memory_id, text, matrix[row]) for row, (memory_id, text) in enumerate(chunk)]
+        run.counts["vectors"]["embedded"] += engine.write(partial(_store_embedded, items=items, model=model))
+
+
+def _store_embedded(tx: StoreTx, items: list[EmbeddedText], model: tuple[str, int]) -> int:
+    return tx.jobs.store_backfilled(items, model[0], model[1])
 
 
 def _import_session(tx: StoreTx, run: _ImportRun, session: JsonDict) -> None:
@@ -267,7 +295,6 @@ def _import_memory(
     run: _ImportRun,
     line: MemoryLine,
     existing_id: int | None,
-    vector: FloatArray | None,
 ) -> None:
     counts = run.counts["memories"]
     if existing_id is not None and run.mode == "skip":
@@ -288,7 +315,7 @@ def _import_memory(
         counts["updated"] += 1
     else:
         uid = uuid.uuid4().hex if run.mode == "new-ids" else line.uid
-        keep = None if run.mode == "new-ids" else line.original_id
+        keep = None if run.mode == "new-ids" or (line.original_id or 0) > MAX_KEPT_ID else line.original_id
         memory_id = tx.transfer.insert_memory(uid, fields, keep)
         counts["created"] += 1
     run.memory_ids[line.uid] = memory_id
@@ -301,13 +328,17 @@ def _import_memory(
         tags=line.tags,
         perception=line.perception,
     )
-    if vector is not None and is_active and run.target_model is not None:
+    if not is_active:
+        return
+    if line.vector is not None and run.file_vectors_usable and run.target_model is not None:
         stored = tx.vectors.stored_model()
         if stored is None:
             tx.vectors.record_model(*run.target_model)
-        elif tuple(stored) != run.target_model:
-            return  # the database changed model during the import: leave it for backfill
-        tx.vectors.put(memory_id, vector, run.target_model[0])
+        if stored is None or tuple(stored) == run.target_model:
+            tx.vectors.put(memory_id, line.vector, run.target_model[0])
+            run.counts["vectors"]["from_file"] += 1
+            return
+    run.to_embed.append((memory_id, fields["content"]))
 
 
 def _apply_lineage(tx: StoreTx, run: _ImportRun) -> None:
