@@ -8,6 +8,7 @@ is not permitted those tests are skipped.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -154,11 +155,15 @@ def test_read_only_database_refuses_writes_and_keeps_reads(read_only_view: tuple
             assert table_counts(writer) == before
         finally:
             reader.close()
-    # With every writer gone SQLite cannot open the WAL read-only at all.
-    with pytest.raises(DatabaseError, match="cannot be opened"):
-        _open(view / "memory.db")
+    # With every writer gone (no -wal or -shm left) the file is still read, as immutable.
+    assert not (writable / "memory.db-wal").exists()
+    with _open(view / "memory.db") as reader:
+        assert reader.recall("cup")["memories"][0]["access_count"] == 0
+        assert reader.integrity_report()["ok"]
+        with pytest.raises(DatabaseError, match="read-only"):
+            reader.learn("grip_force=3N held the cup")
     result = _cli("recall", "cup", "--db", str(view / "memory.db"), env_home=writable)
-    _assert_clean_cli_error(result, "cannot be opened")
+    assert result.returncode == 0 and json.loads(result.stdout)["total"] == 1, result.stderr
 
 
 def test_new_database_in_read_only_directory_is_a_database_error(read_only_view: tuple[Path, Path]) -> None:
@@ -192,10 +197,12 @@ def test_directory_that_cannot_exist_is_a_database_error(tmp_path: Path) -> None
 def test_garbage_file_is_a_database_error(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     db.write_bytes(os.urandom(64 * 1024))
-    with pytest.raises(DatabaseError, match="not a valid robotmem database"):
+    with pytest.raises(DatabaseError, match="not a SQLite database, so not a robotmem database") as caught:
         _open(db)
+    assert "repair" not in caught.value.message
     result = _cli("recall", "anything", "--db", str(db), env_home=tmp_path)
-    _assert_clean_cli_error(result, "not a valid robotmem database")
+    _assert_clean_cli_error(result, "not a robotmem database")
+    assert "repair" not in result.stderr
 
 
 def _populated(db: Path, count: int = 300) -> None:

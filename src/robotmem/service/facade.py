@@ -348,16 +348,20 @@ class RobotMemory:
         collection: str | None = None,
         vectors: bool = False,
         progress: Progress | None = None,
+        force: bool = False,
     ) -> ExportResult:
         """Write every memory (of ``collection``, or all), its tags, lineage and sessions to ``path``.
 
         With ``vectors`` the stored vectors go along as base64 float32. The file is written beside
-        ``path`` and renamed at the end, so a failed export leaves no partial file. Returns
-        ``{"status": "exported", "path", "memories", "sessions", "vectors", "embedding_model", "dim"}``.
-        Raises ``ValidationError`` when ``path`` cannot be written, ``DatabaseError``.
+        ``path`` and renamed at the end, so a failed export leaves no partial file. An existing
+        ``path`` is refused unless ``force`` (an ordinary file is then replaced); the database in
+        use and its -wal/-shm files are refused always, also through symlinks and hard links.
+        Returns ``{"status": "exported", "path", "memories", "sessions", "vectors",
+        "embedding_model", "dim"}``. Raises ``ValidationError`` when ``path`` is refused or cannot
+        be written, ``DatabaseError``.
         """
         return transfer.export_memories(
-            self._engine, path, collection=collection, vectors=vectors, progress=progress
+            self._engine, path, collection=collection, vectors=vectors, progress=progress, force=force
         )
 
     def import_memories(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
-from robotmem.errors import ValidationError
 from robotmem.records import IntegrityReport
 from robotmem.results import BackupResult, DoctorReport, IntegrityResult, RepairResult
 from robotmem.serialize import backup_result, doctor_report, embedder_status, integrity_result, repair_result
 from robotmem.service.engine import Engine
+from robotmem.service.files import output_path
 from robotmem.store.protocol import StoreTx
 
 
@@ -46,13 +45,7 @@ def repair(engine: Engine) -> RepairResult:
 
 def backup(engine: Engine, path: str | os.PathLike[str]) -> BackupResult:
     """Copy the database to the new file ``path``; see ``RobotMemory.backup``."""
-    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
-        raise ValidationError("path: must name the backup file to create")
-    target = Path(path).expanduser().absolute()
-    if target.exists():
-        raise ValidationError(f"path: {target} already exists; choose a new file name")
-    if not target.parent.is_dir():
-        raise ValidationError(f"path: directory {target.parent} does not exist; create it first")
+    target = output_path(path, engine.store.location, replace=False)
     started = time.perf_counter()
     count = engine.store.backup(target)
     return backup_result(target, count, (time.perf_counter() - started) * 1000)

@@ -36,6 +36,7 @@ from robotmem.results import ExportResult, ImportResult
 from robotmem.serialize import exported_result, imported_result
 from robotmem.service.backfill import Progress
 from robotmem.service.engine import Engine
+from robotmem.service.files import output_path
 from robotmem.store.protocol import EmbeddedText, StoreTx
 from robotmem.text import index_text
 from robotmem.validation import parse_name
@@ -89,17 +90,24 @@ def export_memories(
     collection: str | None = None,
     vectors: bool = False,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> ExportResult:
     """Write every memory (of ``collection``, or all), its tags, lineage and sessions to ``path``.
 
     With ``vectors`` the stored vectors go along as base64 float32. The file is written beside
-    ``path`` and renamed at the end, so a failed export leaves no partial file. Returns
-    ``{"status": "exported", "path", "memories", "sessions", "vectors", "embedding_model", "dim"}``.
-    Raises ``ValidationError`` when ``path`` cannot be written, ``DatabaseError``.
+    ``path`` and renamed at the end, so a failed export leaves no partial file. ``path`` must not
+    exist unless ``force`` (which replaces an ordinary file); it is never the database in use or its
+    -wal/-shm (``service.files``). Returns ``{"status": "exported", "path", "memories", "sessions",
+    "vectors", "embedding_model", "dim"}``. Raises ``ValidationError`` when ``path`` is refused or
+    cannot be written, ``DatabaseError``.
     """
-    target = Path(path).expanduser()
+    if not isinstance(force, bool):
+        raise ValidationError(f"force: must be true or false, got {force!r}")
+    target = output_path(
+        path, engine.store.location, replace=force, hint=", or pass force=True (--force) to replace it"
+    )
     only = None if collection is None else parse_name("collection", collection)
-    part_file = target.with_name(target.name + ".part")
+    part_file = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
 
     def work(tx: StoreTx) -> JsonDict:
         model = tx.vectors.stored_model()

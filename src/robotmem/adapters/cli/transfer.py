@@ -47,7 +47,7 @@ def _export(args: argparse.Namespace) -> int:
         _with_bars(
             args,
             lambda mem, bars: mem.export_memories(
-                args.path, collection=args.collection, vectors=args.vectors, progress=bars
+                args.path, collection=args.collection, vectors=args.vectors, progress=bars, force=args.force
             ),
         )
     )
@@ -93,8 +93,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common, progress],
         help="write memories, tags, sessions and lineage to a JSON Lines file",
     )
-    p.add_argument("path", help="file to write (replaced when it exists)")
+    p.add_argument("path", help="file to write (must not exist unless --force; never the database in use)")
     p.add_argument("--vectors", action="store_true", help="include the stored vectors (base64 float32)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace PATH when it is an existing ordinary file (never the database or its -wal/-shm)",
+    )
     p.set_defaults(run=_export)
 
     p = sub.add_parser(

@@ -7,6 +7,7 @@ import os
 import random
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -27,7 +28,12 @@ def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError:
         hint = "the database file or its directory is read-only; fix the permissions or use another --db"
     elif "disk is full" in lowered or ("disk i/o error" in lowered and _no_room(path)):
         hint = "the disk is full; free space and retry (nothing was written)"
-    elif "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+    elif "not a database" in lowered:
+        hint = (
+            "the file is not a SQLite database, so not a robotmem database; check --db and ROBOTMEM_HOME "
+            "(robotmem changes nothing in it)"
+        )
+    elif "malformed" in lowered or "corrupt" in lowered:
         hint = "the file is not a valid robotmem database; restore a backup or run `robotmem doctor --repair`"
     elif "unable to open" in lowered:
         hint = "the database cannot be opened; check that its directory exists and is writable"
@@ -52,11 +58,68 @@ def is_locked(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and any(word in str(exc).lower() for word in _LOCKED)
 
 
-def open_database(path: Path, *, busy_timeout_ms: int = 5000, create: bool = True) -> sqlite3.Connection:
+def is_read_only(path: Path) -> bool:
+    """True when ``path`` is an existing database this process may read but not write.
+
+    That is when the file, or its directory (where SQLite keeps the -wal and -shm files), is not
+    writable: read-only media, a read-only mount, or permissions.
+    """
+    if str(path) == ":memory:" or not path.is_file():
+        return False
+    return not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _open_read_only(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Open ``path`` read-only: shared with writers when SQLite can use its -shm, else as immutable.
+
+    Immutable (no locks, no -wal) is used only when the -shm can neither be found nor created and
+    no -wal holds changes, so nothing can be writing the file.
+    """
+    uri = "file:" + urllib.parse.quote(str(path.absolute()))
+    timeout = busy_timeout_ms / 1000
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(
+            f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
+        )
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        if "not a database" in str(exc).lower():
+            raise
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise DatabaseError(
+                f"database {path}: the file is read-only and its -wal holds changes that SQLite cannot read "
+                "without creating a -shm file here; open it once where it is writable to fold them in "
+                f"(sqlite: {exc})"
+            ) from None
+    conn = sqlite3.connect(
+        f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
+    )
+    conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    return conn
+
+
+def open_database(
+    path: Path, *, busy_timeout_ms: int = 5000, create: bool = True, read_only: bool = False
+) -> sqlite3.Connection:
     """Open (creating if allowed) the SQLite file at ``path`` in WAL mode, autocommit, usable across threads.
 
-    Raises ``DatabaseError`` when the directory is missing and ``create`` is False, or SQLite cannot open it.
+    With ``read_only`` the existing file is opened for reading only (see ``is_read_only``); every
+    write on the connection then fails as a read-only database. Raises ``DatabaseError`` when the
+    directory is missing and ``create`` is False, or SQLite cannot open it.
     """
+    if read_only:
+        try:
+            conn = _open_read_only(path, busy_timeout_ms)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA temp_store = MEMORY")
+        except sqlite3.Error as exc:
+            raise describe_error(exc, path) from None
+        return conn
     if str(path) != ":memory:" and not path.parent.exists():
         if not create:
             raise DatabaseError(f"database {path}: directory {path.parent} does not exist")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from robotmem.errors import DatabaseError
-from robotmem.store.sqlite.connection import write
+from robotmem.store.sqlite.connection import describe_error, write
 from robotmem.taxonomy import tag_rows
 
 # FTS5 sees the tokens text.index_text() produced; '_' and '.' stay inside words so grip_force and
@@ -169,11 +169,37 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _mi
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def migrate(conn: sqlite3.Connection, path: Path | str) -> int:
+def _is_foreign(conn: sqlite3.Connection) -> bool:
+    """True when the file holds tables but no ``memories`` table: another program's database."""
+    names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return bool(names) and "memories" not in names
+
+
+def migrate(conn: sqlite3.Connection, path: Path | str, *, read_only: bool = False) -> int:
     """Bring the schema up to ``SCHEMA_VERSION``; return the version found before.
 
-    Raises ``DatabaseError`` if the file was written by a newer robotmem.
+    Raises ``DatabaseError`` if the file is another program's SQLite database, was written by a
+    newer robotmem, or (``read_only``) needs an upgrade that cannot be written.
     """
+    try:
+        foreign = _is_foreign(conn)
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise describe_error(exc, path) from None
+    if foreign:
+        raise DatabaseError(
+            f"database {path}: the file is a SQLite database of another program, not a robotmem database; "
+            "check --db and ROBOTMEM_HOME (robotmem changes nothing in it)"
+        )
+    if read_only and current != SCHEMA_VERSION:
+        if current > SCHEMA_VERSION:
+            raise DatabaseError(
+                f"database {path}: schema version {current} is newer than this robotmem ({SCHEMA_VERSION}); upgrade robotmem"
+            )
+        raise DatabaseError(
+            f"database {path}: the file is read-only and its schema version {current} needs an upgrade to "
+            f"{SCHEMA_VERSION}; open it once where it is writable"
+        )
 
     def apply(c: sqlite3.Connection) -> int:
         found = int(c.execute("PRAGMA user_version").fetchone()[0])
@@ -186,7 +212,6 @@ def migrate(conn: sqlite3.Connection, path: Path | str) -> int:
             c.execute(f"PRAGMA user_version = {version + 1}")
         return found
 
-    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if current == SCHEMA_VERSION:
         return current
     return write(conn, apply, path=path)

@@ -23,7 +23,7 @@ from robotmem.store.protocol import RecallScope, StoreTx
 from robotmem.store.sqlite import maintenance
 from robotmem.store.sqlite.access import AccessRecorder
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates
-from robotmem.store.sqlite.connection import describe_error, open_database, read, write
+from robotmem.store.sqlite.connection import describe_error, is_read_only, open_database, read, write
 from robotmem.store.sqlite.memories import register_functions
 from robotmem.store.sqlite.migrations import migrate
 from robotmem.store.sqlite.mirror import RecallMirror
@@ -75,9 +75,16 @@ class SqliteStore:
         self._busy_timeout_ms = busy_timeout_ms
         self._write_retries = write_retries
         self._lock = threading.RLock()
-        self._conn = open_database(path, busy_timeout_ms=busy_timeout_ms)
+        # A file on read-only media (or without write permission) is opened for reading only:
+        # reads, check, export and backup work; writes fail as read-only; recall counts no access.
+        self.read_only = is_read_only(path)
+        self._conn = open_database(path, busy_timeout_ms=busy_timeout_ms, read_only=self.read_only)
         register_functions(self._conn)
-        migrate(self._conn, path)
+        try:
+            migrate(self._conn, path, read_only=self.read_only)
+        except BaseException:
+            self._conn.close()
+            raise
         self._closed = False
         self._idle_readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self.mirror = RecallMirror() if use_mirror else None
@@ -114,7 +121,9 @@ class SqliteStore:
         except queue.Empty:
             if self._closed:
                 raise DatabaseError(f"database {self.path}: this RobotMemory is closed") from None
-            conn = open_database(self.path, busy_timeout_ms=self._busy_timeout_ms, create=False)
+            conn = open_database(
+                self.path, busy_timeout_ms=self._busy_timeout_ms, create=False, read_only=self.read_only
+            )
             register_functions(conn)
         try:
             return read(conn, lambda c: work(SqliteTx(c, self)), path=self.path)
@@ -132,7 +141,8 @@ class SqliteStore:
             return self._index
 
     def record_access(self, ids: Iterable[int]) -> None:
-        self._access.record(ids)
+        if not self.read_only:  # nothing may be written to a read-only file
+            self._access.record(ids)
 
     def settle_access(self) -> None:
         with self._lock:
@@ -174,7 +184,9 @@ class SqliteStore:
                 maintenance.backup_to(self._conn, partial)
             return
         # A connection of its own, so the copy does not hold the writer's lock.
-        source = open_database(self.path, busy_timeout_ms=self._busy_timeout_ms, create=False)
+        source = open_database(
+            self.path, busy_timeout_ms=self._busy_timeout_ms, create=False, read_only=self.read_only
+        )
         try:
             maintenance.backup_to(source, partial)
         finally:
