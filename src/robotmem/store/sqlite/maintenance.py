@@ -7,6 +7,7 @@ missing are not computed here (that needs the embedder) but left for backfill.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,19 @@ from typing import Any
 from robotmem.records import IntegrityReport
 from robotmem.store.sqlite import fts, vectors
 from robotmem.text import index_text
+from robotmem.validation import read_timestamp
 
+_BAD_MEMORY_TIME = (
+    "(NOT robotmem_is_time(m.created_at) OR NOT robotmem_is_time(m.updated_at) "
+    "OR (m.last_accessed IS NOT NULL AND NOT robotmem_is_time(m.last_accessed)))"
+)
+_BAD_SESSION_TIME = (
+    "(NOT robotmem_is_time(s.created_at) OR (s.ended_at IS NOT NULL AND NOT robotmem_is_time(s.ended_at)))"
+)
+_BAD_CONFIDENCE = (
+    "(typeof(m.confidence) NOT IN ('real', 'integer') OR NOT m.confidence BETWEEN 0 AND 1 "
+    "OR typeof(m.base_confidence) NOT IN ('real', 'integer') OR NOT m.base_confidence BETWEEN 0 AND 1)"
+)
 # Each check is a name, the SQL that lists offending ids (at most ``:limit``) and the SQL counting them.
 _CHECKS: dict[str, str] = {
     # Active memories that BM25 cannot find.
@@ -47,6 +60,11 @@ _CHECKS: dict[str, str] = {
     "sessions_inconsistent": "FROM sessions s WHERE (s.status = 'ended') != (s.ended_at IS NOT NULL)",
     "supersede_dangling": "FROM memories m WHERE m.superseded_by IS NOT NULL "
     "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by)",
+    # Times not in the stored UTC form (written by an older import): decay and time order misread them.
+    "times_invalid": f"FROM memories m WHERE {_BAD_MEMORY_TIME}",
+    "session_times_invalid": f"FROM sessions s WHERE {_BAD_SESSION_TIME}",
+    # Confidences that are not a number within 0..1 (recall's min_confidence cut misreads them).
+    "confidence_invalid": f"FROM memories m WHERE {_BAD_CONFIDENCE}",
 }
 _ID_COLUMN = {
     "fts_orphaned": "f.rowid",
@@ -57,6 +75,7 @@ _ID_COLUMN = {
     "payloads_dangling": "p.memory_id",
     "sessions_missing": "s.id",
     "sessions_inconsistent": "s.id",
+    "session_times_invalid": "s.id",
 }
 SAMPLE = 20
 
@@ -220,6 +239,72 @@ def repair_references(conn: sqlite3.Connection, now: str) -> dict[str, int]:
         "sessions_recreated": len(missing),
         "sessions_fixed": fixed_sessions + closed,
         "supersede_links_cleared": unlinked,
+    }
+
+
+def _stored_time(value: Any) -> str | None:
+    moment = read_timestamp(value)
+    return None if moment is None else moment.isoformat(timespec="microseconds")
+
+
+def _unit(value: Any) -> float:
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    return 0.0 if math.isnan(number) else min(1.0, max(0.0, float(number)))
+
+
+def repair_values(conn: sqlite3.Connection, now: str) -> dict[str, int]:
+    """Bring stored times to the UTC form and confidences into 0..1, row by row.
+
+    A time that can be read (naive, date only, another offset) is rewritten as the same moment in
+    UTC. One that cannot is replaced: ``created_at`` by ``updated_at`` (or the repair time),
+    ``updated_at`` by ``created_at``, ``last_accessed`` by NULL, a session's ``ended_at`` by the
+    repair time. A confidence outside 0..1 is clamped into it (a text becomes 0).
+    """
+    normalised = replaced = 0
+    rows = conn.execute(
+        f"SELECT m.id, m.created_at, m.updated_at, m.last_accessed FROM memories m WHERE {_BAD_MEMORY_TIME}"
+    ).fetchall()
+    for memory_id, created, updated, accessed in rows:
+        new_created, new_updated = _stored_time(created), _stored_time(updated)
+        new_accessed = None if accessed is None else _stored_time(accessed)
+        replaced += (
+            (new_created is None) + (new_updated is None) + (accessed is not None and new_accessed is None)
+        )
+        new_created = new_created or new_updated or now
+        new_updated = new_updated or new_created
+        normalised += 1
+        conn.execute(
+            "UPDATE memories SET created_at = :c, updated_at = :u, last_accessed = :a WHERE id = :id",
+            {"c": new_created, "u": new_updated, "a": new_accessed, "id": memory_id},
+        )
+    sessions = conn.execute(
+        f"SELECT s.id, s.created_at, s.ended_at, s.status FROM sessions s WHERE {_BAD_SESSION_TIME}"
+    ).fetchall()
+    for session_id, created, ended, status in sessions:
+        new_created = _stored_time(created)
+        new_ended = None if ended is None else _stored_time(ended)
+        replaced += (new_created is None) + (ended is not None and new_ended is None)
+        normalised += 1
+        conn.execute(
+            "UPDATE sessions SET created_at = :c, ended_at = :e WHERE id = :id",
+            {
+                "c": new_created or now,
+                "e": new_ended if new_ended is not None or status != "ended" else now,
+                "id": session_id,
+            },
+        )
+    confidences = conn.execute(
+        f"SELECT m.id, m.confidence, m.base_confidence FROM memories m WHERE {_BAD_CONFIDENCE}"
+    ).fetchall()
+    for memory_id, confidence, base in confidences:
+        conn.execute(
+            "UPDATE memories SET confidence = :c, base_confidence = :b WHERE id = :id",
+            {"c": _unit(confidence), "b": _unit(base), "id": memory_id},
+        )
+    return {
+        "times_normalised": normalised,
+        "times_replaced": replaced,
+        "confidences_clamped": len(confidences),
     }
 
 

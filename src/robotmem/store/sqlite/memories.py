@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
 from robotmem.records import Memory, NewMemory
 from robotmem.store.sqlite import fts
+from robotmem.validation import is_stored_timestamp, read_timestamp
 
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
@@ -304,7 +305,8 @@ def decay(conn: sqlite3.Connection, collection: str, now: str, protected: Sequen
     """
     marks = ",".join("?" * len(protected))
     cursor = conn.execute(
-        "UPDATE memories SET confidence = robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?, ?) "
+        "UPDATE memories SET confidence = "
+        "COALESCE(robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?, ?), confidence) "
         f"WHERE collection = ? AND status = 'active' AND category NOT IN ({marks}) "
         "AND abs(confidence - robotmem_decay(base_confidence, COALESCE(last_accessed, created_at), ?, ?)) > 1e-9",
         [now, rate, collection, *protected, now, rate],
@@ -312,14 +314,34 @@ def decay(conn: sqlite3.Connection, collection: str, now: str, protected: Sequen
     return int(cursor.rowcount)
 
 
-def _decay(base: float, since: str, now: str, rate: float) -> float:
-    elapsed = (datetime.fromisoformat(now) - datetime.fromisoformat(since)).total_seconds() / 86400.0
-    return decayed_confidence(base, elapsed, rate)
+def _decay(base: Any, since: Any, now: Any, rate: Any) -> float | None:
+    """The decayed confidence, or None (the row keeps its confidence) when a stored value is unusable.
+
+    One odd row — a time that is not ISO 8601, a confidence that is not a finite number — must not
+    fail the decay of every other memory; ``robotmem check`` reports such rows.
+    """
+    start, end = read_timestamp(since), read_timestamp(now)
+    if start is None or end is None:
+        return None
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base):
+        return None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
+        return None
+    return decayed_confidence(float(base), (end - start).total_seconds() / 86400.0, float(rate))
+
+
+def _is_stored_timestamp(value: Any) -> int:
+    return int(is_stored_timestamp(value))
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
-    """Register the SQL functions the store's statements call (``robotmem_decay``) on ``conn``."""
+    """Register the SQL functions the store's statements call on ``conn``.
+
+    ``robotmem_decay(base, since, now, rate)`` and ``robotmem_is_time(text)`` (1 when ``text`` is a
+    time in the stored UTC form).
+    """
     conn.create_function("robotmem_decay", 4, _decay, deterministic=True)
+    conn.create_function("robotmem_is_time", 1, _is_stored_timestamp, deterministic=True)
 
 
 def consolidation_candidates(conn: sqlite3.Connection, session_id: str, collection: str) -> list[Candidate]:

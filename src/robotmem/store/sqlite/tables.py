@@ -296,6 +296,7 @@ class Maintenance:
         actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
         actions.update(maintenance.repair_vectors(self._conn))
         actions.update(maintenance.repair_references(self._conn, now))
+        actions.update(maintenance.repair_values(self._conn, now))
         return actions
 
     def index_report(self) -> dict[str, Any]:
