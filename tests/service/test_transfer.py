@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -492,3 +494,250 @@ def test_an_interrupted_import_leaves_nothing_and_completes_when_run_again(
         assert result["memories"]["created"] == 9
         copy.export_memories(tmp_path / "again.jsonl", vectors=True)
         assert records(tmp_path / "again.jsonl")[1] == lines
+
+
+# ---- import checks every record and is all or nothing ----------------------------------------------
+
+
+def snapshot(mem: RobotMemory, directory: Path) -> list[Any]:
+    """Everything the database holds, as a full export (the header's time left out)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"snapshot-{len(list(directory.iterdir()))}.jsonl"
+    mem.export_memories(path, vectors=True)
+    header, lines = records(path)
+    header.pop("exported_at")
+    return [header, *lines]
+
+
+OVERFLOW = "__1e400__"  # written as the JSON number 1e400, which Python reads as infinity
+
+
+def write_lines(path: Path, lines: list[Any]) -> Path:
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    path.write_text(text.replace(f'"{OVERFLOW}"', "1e400"), encoding="utf-8")
+    return path
+
+
+def test_naive_and_date_only_times_are_stored_as_utc_and_sessions_still_end(
+    tmp_path: Path, settings: Settings, hash64: RobotMemory
+) -> None:
+    fill(hash64)
+    hash64.export_memories(tmp_path / "out.jsonl")
+    header, lines = records(tmp_path / "out.jsonl")
+    memories = [
+        line for line in lines if line["record"] == "memory" and line["memory"]["collection"] == "lab"
+    ]
+    memories[0]["memory"]["created_at"] = "2020-01-01"
+    memories[0]["memory"]["last_accessed"] = None
+    memories[1]["memory"]["created_at"] = "2020-01-01T00:00:00"
+    memories[1]["memory"]["updated_at"] = "2020-01-01T05:30:00+05:30"
+    memories[1]["memory"]["last_accessed"] = "2020-01-02T00:00:00Z"
+    write_lines(tmp_path / "odd.jsonl", [header, *lines])
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        copy.import_memories(tmp_path / "odd.jsonl")
+        stored = {
+            m["memory"]["uid"]: m["memory"] for m in snapshot(copy, tmp_path / "s")[1:] if "memory" in m
+        }
+        first, second = stored[memories[0]["memory"]["uid"]], stored[memories[1]["memory"]["uid"]]
+        assert first["created_at"] == "2020-01-01T00:00:00.000000+00:00"
+        assert second["created_at"] == second["updated_at"] == "2020-01-01T00:00:00.000000+00:00"
+        assert second["last_accessed"] == "2020-01-02T00:00:00.000000+00:00"
+        assert copy.integrity_report()["ok"]
+        session = copy.start_session(collection="lab")["session_id"]
+        ended = copy.end_session(session)
+        assert ended["status"] == "ended" and ended["decayed_count"] >= 1
+        again = copy.start_session(collection="lab")["session_id"]
+        assert copy.end_session(again)["status"] == "ended"
+
+
+def test_a_bad_line_late_in_the_file_leaves_nothing_written_and_names_line_and_field(
+    tmp_path: Path, settings: Settings
+) -> None:
+    with RobotMemory(tmp_path / "big.db", settings=settings, embedder=HashingEmbedder(dim=16)) as big:
+        session = big.start_session()["session_id"]
+        for i in range(460):
+            big.learn(f"episode {i} pushed the block {i} cm past the marker", session_id=session)
+        big.end_session(session)
+        big.export_memories(tmp_path / "big.jsonl", vectors=True)
+    header, lines = records(tmp_path / "big.jsonl")
+    assert lines[450]["record"] == "memory"  # file line 452
+    lines[450]["memory"]["created_at"] = "yesterday"
+    lines[3]["superseded_by_uid"] = lines[4]["memory"]["uid"]  # lineage to restore, if it ran
+    write_lines(tmp_path / "bad.jsonl", [header, *lines])
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=16)) as copy:
+        copy.learn("the dock is north of the charger")
+        before = snapshot(copy, tmp_path / "s")
+        counts = table_counts(copy)
+        with pytest.raises(
+            ValidationError, match=r"bad.jsonl:452: memory.created_at: must be an ISO 8601 time"
+        ):
+            copy.import_memories(tmp_path / "bad.jsonl", batch_size=50)
+        assert table_counts(copy) == counts and snapshot(copy, tmp_path / "s") == before
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            lambda r: r["memory"].update(content="x" * 1_000_000),
+            "memory.content: is 1000000 characters; the limit is 300",
+        ),
+        (lambda r: r["memory"].update(content="grip\x00force"), "memory.content: must not contain NUL"),
+        (lambda r: r["memory"].update(confidence=OVERFLOW), "memory.confidence: must be a finite number"),
+        (lambda r: r["memory"].update(confidence=1.5), r"memory.confidence: must be within 0..1"),
+        (
+            lambda r: r["memory"].update(collection="lab\nother"),
+            "memory.collection: must contain only printable",
+        ),
+        (lambda r: r["memory"].update(collection=""), "memory.collection: must not be empty"),
+        (
+            lambda r: r["memory"].update(context={"a": "x" * 70_000}),
+            "memory.context: is .* bytes of JSON; the limit is 65536",
+        ),
+        (lambda r: r["memory"].update(context=[1]), "memory.context: must be a JSON object"),
+        (
+            lambda r: r["memory"].update(id=2**64),
+            r"memory.id: must be an integer within 1..9223372036854775807",
+        ),
+        (lambda r: r["memory"].update(id=0), r"memory.id: must be an integer within 1..9223372036854775807"),
+        (lambda r: r["memory"].update(session_id="a\tb"), "memory.session_id: must contain only printable"),
+        (lambda r: r["memory"].update(access_count=-1), "memory.access_count: must be an integer"),
+        (lambda r: r["memory"].update(status="deleted"), "memory.status: must be one of"),
+        (lambda r: r.update(tags=[{"tag": "a\nb"}]), r"tags\[0\].tag: must contain only printable"),
+        (lambda r: r.update(tags="root_cause"), "tags: must be a list"),
+        (lambda r: r.update(merged_uids=[7]), r"merged_uids\[0\]: must be a string"),
+        (lambda r: r.update(vector="!!"), "vector: must be base64"),
+    ],
+)
+def test_import_applies_the_write_rules_to_every_field(
+    tmp_path: Path, settings: Settings, hash64: RobotMemory, change: Any, expected: str
+) -> None:
+    fill(hash64)
+    hash64.export_memories(tmp_path / "out.jsonl", vectors=True)
+    header, lines = records(tmp_path / "out.jsonl")
+    target = next(
+        i for i, line in enumerate(lines) if line["record"] == "memory" and line["memory"]["type"] == "fact"
+    )
+    change(lines[target])
+    write_lines(tmp_path / "bad.jsonl", [header, *lines])
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        before = table_counts(copy)
+        with pytest.raises(ValidationError, match=rf"bad.jsonl:{target + 2}: {expected}"):
+            copy.import_memories(tmp_path / "bad.jsonl")
+        assert table_counts(copy) == before
+
+
+def test_sessions_and_perceptions_are_checked_too(
+    tmp_path: Path, settings: Settings, hash64: RobotMemory
+) -> None:
+    fill(hash64)
+    hash64.export_memories(tmp_path / "out.jsonl")
+    header, lines = records(tmp_path / "out.jsonl")
+    cases: list[tuple[Any, str]] = [
+        (
+            lambda ls: ls[0]["session"].update(collection="a\nb"),
+            "session.collection: must contain only printable",
+        ),
+        (
+            lambda ls: ls[0]["session"].update(created_at="2020-13-01"),
+            "session.created_at: must be an ISO 8601",
+        ),
+        (
+            lambda ls: ls[0]["session"]["outcome"].update(outcome_score=OVERFLOW),
+            "session.outcome.outcome_score",
+        ),
+        (
+            lambda ls: next(x for x in ls if x.get("perception")).update(
+                perception={"data": "x" * (4 * 2**20 + 1)}
+            ),
+            "perception.data: is .* bytes of JSON; the limit is 4194304",
+        ),
+        (
+            lambda ls: next(x for x in ls if x.get("perception"))["memory"].update(perception_type="smell"),
+            "memory.perception_type: must be one of",
+        ),
+    ]
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        before = table_counts(copy)
+        for change, expected in cases:
+            changed = json.loads(json.dumps(lines))
+            change(changed)
+            write_lines(tmp_path / "bad.jsonl", [header, *changed])
+            with pytest.raises(ValidationError, match=rf"bad.jsonl:\d+: {expected}"):
+                copy.import_memories(tmp_path / "bad.jsonl")
+            assert table_counts(copy) == before
+
+
+def test_malformed_bytes_are_clean_errors(tmp_path: Path, settings: Settings, hash64: RobotMemory) -> None:
+    fill(hash64)
+    hash64.export_memories(tmp_path / "out.jsonl")
+    text = (tmp_path / "out.jsonl").read_bytes()
+    head, rest = text.split(b"\n", 1)
+    deep = b'{"record": "memory", "memory": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    cases = [
+        (
+            head + b"\n" + b'{"record": "session", "session": {"id": "\xff\xfe"}}\n' + rest,
+            r":2: not UTF-8 text",
+        ),
+        (head + b"\n" + deep + b"\n" + rest, r":2: invalid JSON \(nests deeper"),
+        (head + b"\n" + rest.replace(b'"confidence":', b'"confidence":NaN,"x":', 1), r"invalid JSON \(NaN"),
+        (
+            head + b"\n" + b'{"record": "memory", "memory": {"uid": "\\ud800"}}\n',
+            r":2: contains a lone surrogate",
+        ),
+        (
+            head + b"\n" + b'{"record": "memory", "memory": {"uid": "a", "id": 18446744073709551616}}\n',
+            r"memory.id",
+        ),
+        (b"\xff" + head, r":1: not UTF-8 text"),
+    ]
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        before = table_counts(copy)
+        for content, expected in cases:
+            (tmp_path / "bad.jsonl").write_bytes(content)
+            with pytest.raises(ValidationError, match=expected):
+                copy.import_memories(tmp_path / "bad.jsonl")
+            assert table_counts(copy) == before
+
+
+def test_an_endless_line_is_refused_after_the_bound(tmp_path: Path, settings: Settings) -> None:
+    """A FIFO fed forever: the import reads one bound's worth of the line, then refuses it."""
+    small = settings.replace(max_data_bytes=1000, max_metadata_bytes=1000, max_context_bytes=1000)
+    limit = 6 * (3000 + 4 * 2000) + 2**20
+    fifo = tmp_path / "endless.jsonl"
+    os.mkfifo(fifo)
+    sent = [0]
+
+    def feed() -> None:
+        try:
+            with fifo.open("wb") as out:
+                out.write(b'{"format": "robotmem-export", "version": 1}\n{"record": "memory", "memory": "')
+                while sent[0] < 50 * limit:
+                    out.write(b"x" * 65536)
+                    sent[0] += 65536
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    with RobotMemory(tmp_path / "copy.db", settings=small, embedder=HashingEmbedder(dim=16)) as copy:
+        writer.start()
+        with pytest.raises(
+            ValidationError,
+            match=rf"endless.jsonl:1: not a robotmem export|:2: the line is longer than {limit} bytes",
+        ):
+            copy.import_memories(fifo)
+    writer.join(timeout=10)
+    assert sent[0] < 50 * limit  # the reader stopped; the writer got a broken pipe
+
+
+def test_import_recomputes_the_hash_so_exact_dedup_holds(
+    tmp_path: Path, settings: Settings, hash64: RobotMemory
+) -> None:
+    hash64.learn("the charger is behind the blue door")
+    hash64.export_memories(tmp_path / "out.jsonl")
+    header, lines = records(tmp_path / "out.jsonl")
+    lines[0]["memory"]["content_hash"] = "forged"
+    write_lines(tmp_path / "out.jsonl", [header, *lines])
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        copy.import_memories(tmp_path / "out.jsonl")
+        assert copy.learn("The charger is behind the blue door.")["status"] == "duplicate"

@@ -321,8 +321,9 @@ class RobotMemory:
         Rebuilds the FTS table from each active memory's content, turns vectors of non-active or
         deleted memories into tombstones, unmarks memories whose vector is missing (backfill embeds
         them again), deletes tags and payloads of deleted memories, recreates sessions that memories
-        still name, and runs ``REINDEX`` when SQLite reports damage. Memories themselves are never
-        changed or deleted. Returns ``{"database", "ok", "repaired", "before", "after"}``; raises
+        still name, runs ``REINDEX`` when SQLite reports damage, rewrites stored times in the UTC form
+        and clamps confidences into 0..1. The content of a memory is never changed and no memory is
+        deleted. Returns ``{"database", "ok", "repaired", "before", "after"}``; raises
         ``DatabaseError`` when the file is too damaged to write (restore a backup then).
         """
         return maintenance.repair(self._engine)

@@ -185,17 +185,26 @@ def import_memories(
     settings = engine.settings
     limit = max_line_bytes(settings)
     with _open_import(source) as handle:
-        header = read_header(read_lines(handle, source, limit), source)
-    run = _plan_import(engine, mode, into, file_model(header, source))
-    announced = header.get("memories")
-    total = announced if isinstance(announced, int) and not isinstance(announced, bool) else 0
-    dim = None if run.file_model is None else run.file_model[1]
+        lines = read_lines(handle, source, limit)
+        header = read_header(lines, source)
+        run = _plan_import(engine, mode, into, file_model(header, source))
+        announced = header.get("memories")
+        total = announced if isinstance(announced, int) and not isinstance(announced, bool) else 0
+        dim = None if run.file_model is None else run.file_model[1]
+        attempts = [0]
 
-    def work(tx: StoreTx) -> None:
-        run.restart()
-        with _open_import(source) as handle:
-            lines = read_lines(handle, source, limit)
-            read_header(lines, source)
+        def work(tx: StoreTx) -> None:
+            nonlocal lines
+            attempts[0] += 1
+            if attempts[0] > 1:  # the write is retried after a lock: read the file again from the top
+                if not handle.seekable():
+                    raise ValidationError(
+                        f"path: {source} cannot be read twice; import it from a regular file"
+                    )
+                handle.seek(0)
+                lines = read_lines(handle, source, limit)
+                read_header(lines, source)
+            run.restart()
             if progress is not None:
                 progress("import", 0, total)
             batch: list[JsonDict | MemoryLine] = []
@@ -206,9 +215,9 @@ def import_memories(
                     batch = []
             if batch:
                 _import_batch(tx, run, batch, progress, total)
-        _apply_lineage(tx, run)
+            _apply_lineage(tx, run)
 
-    engine.write(work)
+        engine.write(work)
     _embed_imported(engine, run)
     left = engine.read(lambda tx: tx.jobs.count_without_vector())
     return imported_result(source, mode, run.counts, left)
