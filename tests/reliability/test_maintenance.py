@@ -203,3 +203,44 @@ def test_cli_doctor_repair_check_and_backup(filled: RobotMemory, tmp_path: Path,
     assert json.loads(capsys.readouterr().out)["path"] == str(target)
     assert main(["backup", str(target), *common]) == 2
     assert capsys.readouterr().err.startswith("Error: path:")
+
+
+def test_an_odd_stored_row_does_not_stop_decay_and_check_reports_it(
+    filled: RobotMemory, tmp_path: Path, capsys: Any
+) -> None:
+    """Rows an older version stored with date-only, naive or unreadable times, or a confidence out of range."""
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET created_at = '2020-01-01', last_accessed = NULL WHERE id = 5")
+    conn.execute("UPDATE memories SET last_accessed = '2020-01-01T00:00:00' WHERE id = 6")
+    conn.execute(
+        "UPDATE memories SET created_at = 'garbage', updated_at = 'garbage', last_accessed = NULL WHERE id = 7"
+    )
+    conn.execute("UPDATE memories SET confidence = 1e400, base_confidence = 1e400 WHERE id = 8")
+    session_id = conn.execute("SELECT id FROM sessions").fetchone()[0]
+    conn.execute("UPDATE sessions SET created_at = '2020-01-01' WHERE id = :id", {"id": session_id})
+    conn.close()
+    episode = filled.start_session()["session_id"]
+    ended = filled.end_session(episode)  # failed for ever before, on the first naive time
+    assert ended["status"] == "ended" and ended["decayed_count"] >= 1
+    conn = _raw(filled)
+    rows = dict(conn.execute("SELECT id, confidence FROM memories WHERE id IN (5, 6, 7)").fetchall())
+    conn.close()
+    assert rows[5] < 0.8 and rows[6] < 0.8  # read as UTC: years ago, so decayed
+    assert rows[7] == pytest.approx(0.8, abs=0.2)  # unreadable time: left as it was
+    report = filled.integrity_report()
+    assert not report["ok"]
+    assert report["problems"]["times_invalid"] == 3 and report["examples"]["times_invalid"] == [5, 6, 7]
+    assert report["problems"]["session_times_invalid"] == 1
+    assert report["problems"]["confidence_invalid"] == 1 and report["examples"]["confidence_invalid"] == [8]
+    assert main(["check", "--db", str(filled.path), "--embed-backend", "hash"]) == 1
+    assert json.loads(capsys.readouterr().out)["problems"]["times_invalid"] == 3
+    assert main(["doctor", "--repair", "--db", str(filled.path), "--embed-backend", "hash"]) == 0
+    repaired = json.loads(capsys.readouterr().out)["repair"]
+    assert repaired["ok"] and repaired["repaired"]["times_normalised"] == 4
+    assert repaired["repaired"]["times_replaced"] == 2 and repaired["repaired"]["confidences_clamped"] == 1
+    conn = _raw(filled)
+    times = dict(conn.execute("SELECT id, created_at FROM memories WHERE id IN (5, 7)").fetchall())
+    conn.close()
+    assert times[5] == "2020-01-01T00:00:00.000000+00:00" and times[7].endswith("+00:00")
+    assert filled.integrity_report()["ok"]
+    assert filled.end_session(filled.start_session()["session_id"])["status"] == "ended"
