@@ -164,6 +164,39 @@ def test_read_only_database_refuses_writes_and_keeps_reads(read_only_view: tuple
             reader.learn("grip_force=3N held the cup")
     result = _cli("recall", "cup", "--db", str(view / "memory.db"), env_home=writable)
     assert result.returncode == 0 and json.loads(result.stdout)["total"] == 1, result.stderr
+    copies = writable.parent / "copies"
+    copies.mkdir()
+    for command, key in (
+        (["check"], "ok"),
+        (["export", str(copies / "out.jsonl"), "--no-progress"], "memories"),
+        (["backup", str(copies / "copy.db")], "memories"),
+    ):
+        result = _cli(*command, "--db", str(view / "memory.db"), env_home=writable)
+        assert result.returncode == 0 and json.loads(result.stdout)[key], result.stderr
+    assert sorted(p.name for p in view.iterdir()) == ["memory.db"]
+
+
+def test_chmod_read_only_database_is_read_and_never_written(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root ignores file permissions; the read-only mount test above covers root")
+    home = tmp_path / "ro"
+    with _open(home / "memory.db") as writer:
+        writer.learn("grip_force=1N dropped the cup")
+    (home / "memory.db").chmod(0o444)
+    home.chmod(0o555)
+    try:
+        with _open(home / "memory.db") as reader:
+            assert reader.recall("cup")["total"] == 1
+            assert reader.recall("cup")["memories"][0]["access_count"] == 0
+            assert reader.integrity_report()["ok"]
+            assert reader.export_memories(tmp_path / "out.jsonl")["memories"] == 1
+            assert reader.backup(tmp_path / "copy.db")["memories"] == 1
+            with pytest.raises(DatabaseError, match="read-only"):
+                reader.learn("grip_force=2N held the cup")
+        assert sorted(p.name for p in home.iterdir()) == ["memory.db"]
+    finally:
+        home.chmod(0o755)
+        (home / "memory.db").chmod(0o644)
 
 
 def test_new_database_in_read_only_directory_is_a_database_error(read_only_view: tuple[Path, Path]) -> None:
