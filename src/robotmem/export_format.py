@@ -43,6 +43,9 @@ MAX_DIM = 65536
 MAX_LIST_ITEMS = 10_000
 MAX_SCOPE_CHARS = 1000
 MAX_REASON_CHARS = 1000
+# A stored memory context is the user's (at most max_context_bytes) plus what learn adds to it:
+# parameters found in the text and the source marker.
+STORED_CONTEXT_HEADROOM = 16384
 
 
 def export_line(value: Any) -> str:
@@ -252,7 +255,9 @@ def check_memory_fields(memory: JsonDict, settings: Settings) -> JsonDict:
     fields["base_confidence"] = (
         confidence if base is None else _number("memory.base_confidence", base, 0.0, 1.0)
     )
-    fields["context"] = parse_json_object("memory.context", memory.get("context"), settings.max_context_bytes)
+    fields["context"] = parse_json_object(
+        "memory.context", memory.get("context"), settings.max_context_bytes + STORED_CONTEXT_HEADROOM
+    )
     for name in ("scope_files", "scope_entities"):
         fields[name] = _strings(f"memory.{name}", memory.get(name), MAX_SCOPE_CHARS)
     session_id = memory.get("session_id")

@@ -591,8 +591,8 @@ def test_a_bad_line_late_in_the_file_leaves_nothing_written_and_names_line_and_f
         ),
         (lambda r: r["memory"].update(collection=""), "memory.collection: must not be empty"),
         (
-            lambda r: r["memory"].update(context={"a": "x" * 70_000}),
-            "memory.context: is .* bytes of JSON; the limit is 65536",
+            lambda r: r["memory"].update(context={"a": "x" * 90_000}),
+            "memory.context: is .* bytes of JSON; the limit is 81920",
         ),
         (lambda r: r["memory"].update(context=[1]), "memory.context: must be a JSON object"),
         (
@@ -741,3 +741,15 @@ def test_import_recomputes_the_hash_so_exact_dedup_holds(
     with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         copy.import_memories(tmp_path / "out.jsonl")
         assert copy.learn("The charger is behind the blue door.")["status"] == "duplicate"
+
+
+def test_whatever_the_write_operations_stored_imports_back(tmp_path: Path, settings: Settings) -> None:
+    """Memories at the limits (a full user context plus what learn adds, the longest texts) round-trip."""
+    with RobotMemory(tmp_path / "full.db", settings=settings, embedder=HashingEmbedder(dim=16)) as full:
+        full.learn("grip_force=12.5N speed=0.3m/s " + "y" * 260, context={"note": "z" * 65_000})
+        full.save_perception("d" * 2000, data="p" * (4 * 2**20 - 2), metadata={"m": "q" * 65_000})
+        full.export_memories(tmp_path / "full.jsonl", vectors=True)
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=16)) as copy:
+        assert copy.import_memories(tmp_path / "full.jsonl")["memories"]["created"] == 2
+        copy.export_memories(tmp_path / "again.jsonl", vectors=True)
+    assert records(tmp_path / "again.jsonl")[1] == records(tmp_path / "full.jsonl")[1]
