@@ -122,8 +122,10 @@ def _loads(text: str, path: Path, line: int) -> Any:
         raise _fail(path, line, f"invalid JSON (nests deeper than {MAX_JSON_DEPTH} levels)") from None
     except ValueError as exc:
         raise _fail(path, line, f"invalid JSON ({exc})") from None
+    # The line was valid UTF-8, so a lone surrogate can only come from a backslash-u escape.
     try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        if "\\u" in text:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise _fail(
             path, line, "contains a lone surrogate (\\ud800-\\udfff), which is not valid Unicode text"

@@ -241,7 +241,7 @@ def parse_text(field: str, raw: Any, *, min_chars: int = 1, max_chars: int | Non
 def parse_name(field: str, raw: Any) -> str:
     """Return a collection or session name: 1..200 printable characters."""
     text = parse_text(field, raw, max_chars=200)
-    if any(not ch.isprintable() for ch in text):
+    if not text.isprintable():
         raise ValidationError(f"{field}: must contain only printable characters")
     return text
 
