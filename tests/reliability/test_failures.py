@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -174,6 +175,25 @@ def test_read_only_database_refuses_writes_and_keeps_reads(read_only_view: tuple
         result = _cli(*command, "--db", str(view / "memory.db"), env_home=writable)
         assert result.returncode == 0 and json.loads(result.stdout)[key], result.stderr
     assert sorted(p.name for p in view.iterdir()) == ["memory.db"]
+
+
+def test_read_only_wal_with_changes_but_no_shm_is_a_clear_error(read_only_view: tuple[Path, Path]) -> None:
+    """Changes in a -wal cannot be read without a -shm; reading the file alone would show stale data."""
+    writable, view = read_only_view
+    with _open(writable / "memory.db") as writer:
+        writer.learn("grip_force=1N dropped the cup")
+        conn = sqlite3.connect(writable / "memory.db")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("UPDATE memories SET content = content")
+        conn.commit()
+        shutil.copy(writable / "memory.db", writable / "copy.db")
+        shutil.copy(writable / "memory.db-wal", writable / "copy.db-wal")
+        conn.close()
+    assert (writable / "copy.db-wal").stat().st_size > 0 and not (writable / "copy.db-shm").exists()
+    with pytest.raises(DatabaseError, match="its -wal holds changes"):
+        _open(view / "copy.db")
+    result = _cli("recall", "cup", "--db", str(view / "copy.db"), env_home=writable)
+    _assert_clean_cli_error(result, "open it once where it is writable")
 
 
 def test_chmod_read_only_database_is_read_and_never_written(tmp_path: Path) -> None:
