@@ -1,6 +1,8 @@
 """The export file format: JSON Lines with a versioned header (pure: no SQLite, no model).
 
-See docs/transfer.md for the layout. Readers name the file and line of anything malformed.
+See docs/transfer.md for the layout. Readers take lines of a bounded length, check every record by
+the rules of the write operations (the ``parse_*`` functions of ``validation``, with the configured
+limits), bring times to the stored UTC form, and name the file, line and field of anything refused.
 """
 
 from __future__ import annotations
