@@ -7,6 +7,7 @@ the environment on import.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +22,8 @@ else:  # pragma: no cover - exercised only on Python 3.10
 
 CONFIG_FILE_NAME = "config.toml"
 EMBED_BACKENDS = ("auto", "bundled", "onnx", "ollama", "openai", "hash", "none")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,6 +73,15 @@ class Settings:
     busy_timeout_ms: int = 5000
     write_retries: int = 8
     log_level: str = "WARNING"
+    # Web server (robotmem web)
+    web_token: str = ""  # required on writes when set; required to bind beyond loopback
+    # Host headers accepted besides the loopback names and the bind host (comma-separated); a rebinding
+    # DNS name pointing at this machine then gets 400 instead of the memories.
+    web_allowed_hosts: str = ""
+    # Connections waitress keeps at once (its default, 100, lets idle clients lock everyone out).
+    web_connection_limit: int = 500
+    # A connection idle this long, or a request not fully received this long, is closed.
+    web_channel_timeout_s: int = 30
 
     @property
     def database(self) -> Path:
@@ -99,34 +111,136 @@ def _convert(key: str, raw: Any, *, source: str) -> Any:
         if key in ("home", "db_path"):
             return Path(str(raw)).expanduser()
         if isinstance(default, bool):
-            return str(raw).strip().lower() in ("1", "true", "yes", "on")
+            return _boolean(key, raw, source)
+        if isinstance(raw, bool):  # TOML true for a number: int(True) would pass silently
+            raise TypeError
         if isinstance(default, int):
-            return int(raw)
+            if isinstance(raw, float):  # 1.5 must not become 1
+                raise TypeError
+            return int(raw.strip() if isinstance(raw, str) else raw)
         if isinstance(default, float):
             return float(raw)
+        if not isinstance(raw, str) and source != "argument":
+            raise TypeError
         return str(raw)
-    except (TypeError, ValueError):
-        expected = type(default).__name__
-        raise ValidationError(f"{source}: setting {key!r} must be a {expected}, got {raw!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        expected = {int: "an integer", float: "a number"}.get(type(default), "a string")
+        raise ValidationError(f"{source}: setting {key!r} must be {expected}, got {raw!r}") from None
+
+
+def _boolean(key: str, raw: Any, source: str) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValidationError(
+        f"{source}: setting {key!r} must be true or false (also 1/0, yes/no, on/off), got {raw!r}"
+    )
+
+
+# Accepted ranges: (low, high) inclusive; None = unbounded. Every number must also be finite.
+_FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
+    "embed_timeout_s": (0.001, 3600.0, "0.001..3600 seconds"),
+    "min_confidence": (0.0, 1.0, "0..1"),
+    "real_world_boost": (0.0, 1000.0, "0..1000"),
+    "bm25_weight": (0.0, 1000.0, "0..1000"),
+    "vector_weight": (0.0, 1000.0, "0..1000"),
+    "bm25_min_coverage": (0.0, 1.0, "0..1"),
+    "dedup_jaccard": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
+    "dedup_cosine": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
+    "consolidation_jaccard": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
+    "decay_rate": (0.0, 1.0, "0..1"),
+}
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "embed_dim": (0, 65536),
+    "top_k": (1, 10_000),
+    "rrf_k": (0, 1_000_000),
+    "candidate_depth": (1, 100_000),
+    "related_top_k": (0, 1000),
+    "max_insight_chars": (1, 1_000_000),
+    "max_description_chars": (1, 10_000_000),
+    "max_context_bytes": (2, 1 << 30),
+    "max_data_bytes": (2, 1 << 30),
+    "max_metadata_bytes": (2, 1 << 30),
+    "max_filter_bytes": (2, 1 << 24),
+    "max_n": (1, 10_000),
+    "busy_timeout_ms": (0, 3_600_000),
+    "write_retries": (0, 1000),
+    "web_connection_limit": (1, 100_000),
+    "web_channel_timeout_s": (1, 86_400),
+}
+_URL_SETTINGS = ("ollama_url", "openai_base_url")
+
+
+class SettingRangeError(ValidationError):
+    """A setting's value is outside its accepted range; ``setting`` names it."""
+
+    def __init__(self, setting: str, shown: str, accepted: str) -> None:
+        super().__init__(f"setting {setting!r} is {shown}; accepted: {accepted}")
+        self.setting = setting
+
+
+def _out_of_range(key: str, value: Any, accepted: str) -> SettingRangeError:
+    return SettingRangeError(key, repr(value), accepted)
+
+
+def check_ranges(settings: Settings) -> None:
+    """Raise ``ValidationError`` naming the setting, its value and the accepted range for any value out of range."""
+    for key, (low, high, accepted) in _FLOAT_RANGES.items():
+        value = getattr(settings, key)
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            raise _out_of_range(key, value, f"a finite number within {accepted}")
+    for key, (low_int, high_int) in _INT_RANGES.items():
+        value = getattr(settings, key)
+        if not low_int <= value <= high_int:
+            raise _out_of_range(key, value, f"an integer within {low_int}..{high_int}")
+    for key in ("home", "db_path"):
+        path = getattr(settings, key)
+        if path is not None and (str(path) in ("", ".") or "\x00" in str(path)):
+            raise _out_of_range(key, str(path), "a file system path (not empty, no NUL)")
+    name = settings.collection
+    if not name.strip() or name != name.strip() or len(name) > 200 or not name.isprintable():
+        raise _out_of_range(
+            "collection", name, "1..200 printable characters without surrounding spaces or line breaks"
+        )
+    for key in _URL_SETTINGS:
+        url = getattr(settings, key)
+        if not url.startswith(("http://", "https://")) or not url.isprintable() or " " in url:
+            raise _out_of_range(key, url, "an http:// or https:// URL")
+    for key in ("web_token", "openai_api_key", "embed_model", "onnx_model_dir"):
+        value = getattr(settings, key)
+        if value != value.strip() or not value.isprintable():
+            secret = key in ("web_token", "openai_api_key")
+            raise SettingRangeError(
+                key,
+                "(hidden)" if secret else repr(value),
+                "text without surrounding spaces, line breaks or control characters",
+            )
+    for host in web_allowed_hosts(settings):
+        if not host or not host.isprintable() or any(ch in host for ch in " /@\\"):
+            raise _out_of_range(
+                "web_allowed_hosts",
+                settings.web_allowed_hosts,
+                "comma-separated host names, e.g. robot.lan,10.0.0.5",
+            )
+
+
+def web_allowed_hosts(settings: Settings) -> list[str]:
+    """Return the extra Host names of ``web_allowed_hosts`` (lower-case, without spaces)."""
+    if not settings.web_allowed_hosts.strip():
+        return []
+    return [host.strip().lower() for host in settings.web_allowed_hosts.split(",")]
 
 
 def _checked(settings: Settings) -> Settings:
+    check_ranges(settings)
     if settings.embed_backend not in EMBED_BACKENDS:
-        raise ValidationError(
-            f"embed_backend: {settings.embed_backend!r} is not a backend; expected one of {', '.join(EMBED_BACKENDS)}"
-        )
-    if settings.rrf_k < 0:
-        raise ValidationError(f"rrf_k must be >= 0, got {settings.rrf_k}")
-    if not 0.0 <= settings.bm25_min_coverage <= 1.0:
-        raise ValidationError(f"bm25_min_coverage must be within 0..1, got {settings.bm25_min_coverage}")
-    if not 0.0 <= settings.min_confidence <= 1.0:
-        raise ValidationError(f"min_confidence must be within 0..1, got {settings.min_confidence}")
+        raise _out_of_range("embed_backend", settings.embed_backend, f"one of {', '.join(EMBED_BACKENDS)}")
     if not 1 <= settings.top_k <= settings.max_n:
-        raise ValidationError(f"top_k must be within 1..{settings.max_n}, got {settings.top_k}")
+        raise _out_of_range("top_k", settings.top_k, f"an integer within 1..max_n ({settings.max_n})")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        raise ValidationError(
-            f"log_level must be one of DEBUG INFO WARNING ERROR CRITICAL, got {settings.log_level!r}"
-        )
+        raise _out_of_range("log_level", settings.log_level, "one of DEBUG INFO WARNING ERROR CRITICAL")
     return settings
 
 
@@ -137,6 +251,7 @@ def load_settings(env: Mapping[str, str], path: Path | None = None) -> Settings:
     Raises ``ValidationError`` for an unknown key or a value of the wrong type.
     """
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}  # setting → where its value came from, for error messages
     home_raw = env.get("ROBOTMEM_HOME")
     home = Path(home_raw).expanduser() if home_raw else Settings().home
     values["home"] = home
@@ -144,16 +259,24 @@ def load_settings(env: Mapping[str, str], path: Path | None = None) -> Settings:
     if config_path.is_file():
         try:
             data = tomllib.loads(config_path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ValidationError(f"config file {config_path}: cannot be read as TOML ({exc})") from None
         for key, raw in data.items():
             values[key] = _convert(key, raw, source=f"config file {config_path}")
+            sources[key] = f"config file {config_path}"
     for name, raw in env.items():
         if not name.startswith("ROBOTMEM_") or name == "ROBOTMEM_HOME":
             continue
         key = name[len("ROBOTMEM_") :].lower()
         if key in _FIELDS:
             values[key] = _convert(key, raw, source=f"environment variable {name}")
+            sources[key] = f"environment variable {name}"
     if "home" in values and "db_path" not in values:
         values["db_path"] = None
-    return _checked(Settings(**values))
+    try:
+        return _checked(Settings(**values))
+    except SettingRangeError as exc:
+        source = sources.get(exc.setting)
+        if source is None:
+            raise
+        raise ValidationError(f"{source}: {exc.message}") from None
