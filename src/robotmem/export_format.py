@@ -17,6 +17,7 @@ from typing import IO, Any, get_args
 
 import numpy as np
 
+from robotmem import strict_json
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
 from robotmem.text import content_hash
@@ -52,7 +53,7 @@ STORED_CONTEXT_HEADROOM = 16384
 
 def export_line(value: Any) -> str:
     """Return ``value`` as one compact JSON line (UTF-8 text kept as is)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return strict_json.dumps(value, separators=(",", ":")) + "\n"
 
 
 def payload_json(value: Any) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,9 @@ def hit_to_dict(hit: Hit, *, include_data: bool) -> RecallHit:
         "matched_by": sorted(hit.matched_by),
     }
     if hit.spatial_distance is not None:
-        record["spatial_distance"] = round(hit.spatial_distance, 6)
+        # Never Infinity: spatial.distance already gives None past the float range, checked again here.
+        far = hit.spatial_distance
+        record["spatial_distance"] = round(far, 6) if math.isfinite(far) else None
     if include_data and hit.memory.type == "perception":
         record["data"] = hit.data
         record["metadata"] = hit.metadata

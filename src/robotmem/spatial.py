@@ -51,7 +51,7 @@ def parse_spatial_sort(raw: Any, *, max_bytes: int = 16384) -> SpatialSort | Non
     if unknown:
         raise _fail(f"unknown key(s) {sorted(unknown)}; expected field, target, max_distance")
     field = raw.get("field")
-    if not isinstance(field, str) or not field or any(not part for part in field.split(".")):
+    if not isinstance(field, str) or not field or '"' in field or any(not part for part in field.split(".")):
         raise _fail("field must be a dot path to a coordinate list, e.g. 'spatial.object_position'")
     target = raw.get("target")
     if not isinstance(target, list) or not 1 <= len(target) <= MAX_DIMENSIONS:
@@ -96,7 +96,19 @@ def coordinates_at(context: Any, path: tuple[str, ...]) -> tuple[float, ...] | N
 
 
 def distance(point: tuple[float, ...] | None, target: tuple[float, ...]) -> float | None:
-    """Return the Euclidean distance, or None when the point is missing or of another dimension."""
+    """Return the Euclidean distance, or None when the point is missing, of another dimension, or so
+    far away that the distance is not a finite float.
+
+    The offsets are divided by the largest before squaring, so a stored coordinate of 1e200 gives
+    1e200, not infinity; the recall mirror computes the same expression in the same order.
+    """
     if point is None or len(point) != len(target):
         return None
-    return math.sqrt(sum((a - b) ** 2 for a, b in zip(point, target, strict=True)))
+    offsets = [a - b for a, b in zip(point, target, strict=True)]
+    scale = max(abs(offset) for offset in offsets)
+    if not math.isfinite(scale):
+        return None
+    if scale == 0:
+        return 0.0
+    far = scale * math.sqrt(sum((offset / scale) ** 2 for offset in offsets))
+    return far if math.isfinite(far) else None

@@ -10,7 +10,6 @@ carrying the service's message; the server keeps serving.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import threading
 import time
@@ -26,7 +25,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from robotmem import RobotMemError, RobotMemory, __version__
+from robotmem import RobotMemError, RobotMemory, __version__, strict_json
 from robotmem.results import (
     EndSessionResult,
     ForgetResult,
@@ -229,8 +228,9 @@ def tool_function(
     method = getattr(memory, operation.name)
 
     async def call(**arguments: Any) -> CallToolResult:
-        result = await anyio.to_thread.run_sync(partial(_run, method, ready, arguments))
-        text = json.dumps(result, ensure_ascii=False)
+        # Text and structured content are the same strict JSON: a non-finite number is null in both.
+        result = strict_json.finite(await anyio.to_thread.run_sync(partial(_run, method, ready, arguments)))
+        text = strict_json.dumps(result)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
 
     call.__name__ = call.__qualname__ = operation.name

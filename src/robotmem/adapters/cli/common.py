@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 from typing import Any
 
-from robotmem import RobotMemory
+from robotmem import RobotMemory, strict_json
 from robotmem.config import load_settings
 
 EMBED_BACKENDS = ["auto", "bundled", "onnx", "ollama", "openai", "hash", "none"]
@@ -35,7 +34,7 @@ def progress_options() -> argparse.ArgumentParser:
 
 def print_json(value: Any) -> None:
     """Print a result as indented JSON on stdout (the output of every command)."""
-    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    print(strict_json.dumps(value, indent=2, default=str))
 
 
 def open_memory(args: argparse.Namespace) -> RobotMemory:

@@ -10,7 +10,6 @@ ranks).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -21,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from robotmem import RobotMemory
+from robotmem import RobotMemory, strict_json
 from robotmem.config import Settings, load_settings
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.errors import ValidationError
@@ -252,7 +251,7 @@ def _eval(args: argparse.Namespace) -> int:
     ks = tuple(sorted(set(args.k)))
     report = evaluate(load_eval_set(args.file), settings, mode=args.mode, ks=ks)
     if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
+        print(strict_json.dumps(report, indent=2))
     else:
         print(render(report, ks))
     return 0

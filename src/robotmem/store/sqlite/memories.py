@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from robotmem import strict_json
 from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
 from robotmem.records import Memory, NewMemory
@@ -41,7 +42,7 @@ def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
         created_at=row[9],
         updated_at=row[10],
         access_count=row[11],
-        context=json.loads(row[12]) if row[12] else {},
+        context=strict_json.loads(row[12]) if row[12] else {},
         status=row[13],
         superseded_by=row[14],
         merged_ids=tuple(json.loads(row[15] or "[]")),
@@ -195,8 +196,8 @@ def payload(conn: sqlite3.Connection, memory_id: int) -> tuple[Any, Any]:
     if row is None:
         return None, None
     return (
-        json.loads(row[0]) if row[0] is not None else None,
-        json.loads(row[1]) if row[1] is not None else None,
+        strict_json.loads(row[0]) if row[0] is not None else None,
+        strict_json.loads(row[1]) if row[1] is not None else None,
     )
 
 
@@ -210,8 +211,8 @@ def payloads(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[An
     )
     return {
         row[0]: (
-            json.loads(row[1]) if row[1] is not None else None,
-            json.loads(row[2]) if row[2] is not None else None,
+            strict_json.loads(row[1]) if row[1] is not None else None,
+            strict_json.loads(row[2]) if row[2] is not None else None,
         )
         for row in rows
     }

@@ -399,7 +399,7 @@ class RecallMirror:
         return mask
 
     def _filter(self, conn: sqlite3.Connection, node: Node) -> BoolArray:
-        # SQL's NULL fails AND/OR exactly like False, and ``Not`` compiles to NOT COALESCE(.., 0),
+        # SQL's NULL fails AND/OR exactly like False, and ``Not`` compiles to ``(..) IS NOT 1``,
         # so boolean masks (NULL → False) pass the same rows as the SQL predicate.
         if isinstance(node, All):
             out = np.ones(self.capacity, dtype=np.bool_)
@@ -493,8 +493,17 @@ class RecallMirror:
             ids = np.flatnonzero(dims == len(target))
             if len(target) > points.shape[1]:  # no point is that long
                 return ids.astype(np.int64), np.zeros(0, dtype=np.float64)
-            offsets = points[ids, : len(target)] - np.asarray(target, dtype=np.float64)
-            return ids.astype(np.int64), np.sqrt(np.einsum("ij,ij->i", offsets, offsets))
+            with np.errstate(over="ignore", invalid="ignore"):
+                offsets = points[ids, : len(target)] - np.asarray(target, dtype=np.float64)
+                # Scaled by the largest offset before squaring (as math.hypot does), so 1e200 stays
+                # finite; a distance that still overflows is dropped, as spatial.distance gives None.
+                scale = np.max(np.abs(offsets), axis=1, initial=0.0)
+                unit = np.divide(
+                    offsets, scale[:, None], out=np.zeros_like(offsets), where=scale[:, None] > 0
+                )
+                far = scale * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+            keep = np.isfinite(far)
+            return ids[keep].astype(np.int64), far[keep]
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
