@@ -39,10 +39,20 @@ class ConflictError(RobotMemError):
 
 
 class DatabaseError(RobotMemError):
-    """SQLite failed: locked past the retries, disk full, read-only or corrupt file."""
+    """SQLite failed: locked past the retries, disk full, read-only or corrupt file.
+
+    ``transient`` is True only for a fault a retry can cure (another process held the lock): REST
+    answers 503 for those and 500 for the rest, which need someone to act.
+    """
 
     code = "storage"
-    http_status = 503
+    http_status = 500
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+        if transient:
+            self.http_status = 503
 
 
 class EmbeddingError(RobotMemError):

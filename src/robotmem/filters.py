@@ -146,6 +146,8 @@ def _parse_path(path: str) -> tuple[str, ...]:
     segments = tuple(path.split("."))
     if any(not segment for segment in segments):
         raise _fail(_where(path), "a path is dot-separated non-empty keys, e.g. 'task.success'")
+    if '"' in path:
+        raise _fail(_where(path), "a key cannot contain a double quote (context keys with one are refused)")
     if segments[0] == "context" and len(segments) > 1:
         return segments
     if segments[0] in RECORD_FIELDS and len(segments) == 1:
@@ -258,7 +260,13 @@ class SqlBuilder:
         if isinstance(node, Any_):
             return "(" + " OR ".join(self.compile(part) for part in node.parts) + ")"
         if isinstance(node, Not):
-            return "(NOT COALESCE(" + self.compile(node.part) + ", 0))"
+            # Every compiled predicate is 1, 0 or NULL, so "IS NOT 1" is NOT COALESCE(.., 0) with half
+            # the parser depth, and a run of $not folds into one test: 16 nested $not stay well
+            # inside SQLite's parser stack.
+            negated, part = True, node.part
+            while isinstance(part, Not):
+                negated, part = not negated, part.part
+            return "(" + self.compile(part) + (" IS NOT 1)" if negated else " IS 1)")
         if node.path == ("tags",):
             return self._tags(node)
         return self._condition(node)

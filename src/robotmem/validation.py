@@ -202,7 +202,29 @@ def parse_json_object(field: str, raw: Any, max_bytes: int) -> dict[str, Any]:
     if not all(isinstance(key, str) for key in raw):
         raise ValidationError(f"{field}: object keys must be strings")
     check_json_value(field, raw, max_bytes)
+    check_context_keys(field, raw)
     return raw
+
+
+def check_context_keys(field: str, value: Any) -> None:
+    """Raise ``ValidationError`` for an object key containing a double quote, at any depth.
+
+    SQLite's JSON paths end a quoted key at the first ``"``, so such a key could be stored but never
+    filtered or sorted on; it is refused when written instead of failing silently later.
+    """
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if '"' in key:
+                    raise ValidationError(
+                        f'{field}: key {key!r} contains a double quote ("), which filters and '
+                        "spatial_sort cannot address; rename the key"
+                    )
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def parse_payload(field: str, raw: Any, max_bytes: int) -> tuple[Any, str | None]:

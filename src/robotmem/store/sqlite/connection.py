@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from robotmem.errors import DatabaseError
+from robotmem.errors import DatabaseError, ValidationError
 
 log = logging.getLogger("robotmem.store")
 T = TypeVar("T")
@@ -20,10 +20,30 @@ T = TypeVar("T")
 _LOCKED = ("database is locked", "database table is locked", "database schema is locked", "busy")
 
 
-def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError:
-    """Return a ``DatabaseError`` that says what went wrong with ``path`` and what to do about it."""
+# SQLite's limits on one statement: reached only by a filter too large or deep for it, never by data.
+_TOO_COMPLEX = (
+    "parser stack overflow",
+    "expression tree is too large",
+    "too many sql variables",
+    "too many terms",
+    "too many arguments",
+    "statement too complex",
+)
+
+
+def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError | ValidationError:
+    """Return a ``DatabaseError`` that says what went wrong with ``path`` and what to do about it.
+
+    A statement beyond SQLite's parser or expression limits is the caller's filter, not the storage:
+    that is a ``ValidationError``. Busy/locked errors are marked ``transient``.
+    """
     text = str(exc)
     lowered = text.lower()
+    if any(limit in lowered for limit in _TOO_COMPLEX):
+        return ValidationError(
+            f"context_filter: is too complex for SQLite to evaluate (sqlite: {text}); "
+            "use fewer nested levels or fewer terms"
+        )
     if "readonly" in lowered or "read-only" in lowered:
         hint = "the database file or its directory is read-only; fix the permissions or use another --db"
     elif "disk is full" in lowered or ("disk i/o error" in lowered and _no_room(path)):
@@ -39,6 +59,7 @@ def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError:
         hint = "the database cannot be opened; check that its directory exists and is writable"
     elif any(word in lowered for word in _LOCKED):
         hint = "another process held the write lock past every retry; retry later"
+        return DatabaseError(f"database {path}: {hint} (sqlite: {text})", transient=True)
     else:
         hint = "SQLite reported an error"
     return DatabaseError(f"database {path}: {hint} (sqlite: {text})")
@@ -176,7 +197,9 @@ def write(
         except BaseException:
             _rollback(conn)
             raise
-    raise DatabaseError(f"database {path}: the write lock stayed busy through {retries} retries; retry later")
+    raise DatabaseError(
+        f"database {path}: the write lock stayed busy through {retries} retries; retry later", transient=True
+    )
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
