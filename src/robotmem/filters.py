@@ -256,9 +256,9 @@ class SqlBuilder:
     def compile(self, node: Node) -> str:
         """Return the SQL boolean expression for ``node``."""
         if isinstance(node, All):
-            return "(" + " AND ".join(self.compile(part) for part in node.parts) + ")"
+            return self._join(" AND ", node.parts)
         if isinstance(node, Any_):
-            return "(" + " OR ".join(self.compile(part) for part in node.parts) + ")"
+            return self._join(" OR ", node.parts)
         if isinstance(node, Not):
             # Every compiled predicate is 1, 0 or NULL, so "IS NOT 1" is NOT COALESCE(.., 0) with half
             # the parser depth, and a run of $not folds into one test: 16 nested $not stay well
@@ -270,6 +270,16 @@ class SqlBuilder:
         if node.path == ("tags",):
             return self._tags(node)
         return self._condition(node)
+
+    def _join(self, operator: str, parts: Sequence[Node]) -> str:
+        # SQLite parses a chain "a OR b OR c ..." into a tree as deep as the chain is long (its limit
+        # is 1000); halves in parentheses keep a list of a thousand conditions about ten levels deep.
+        if len(parts) <= 8:
+            return "(" + operator.join(self.compile(part) for part in parts) + ")"
+        middle = len(parts) // 2
+        return (
+            "(" + self._join(operator, parts[:middle]) + operator + self._join(operator, parts[middle:]) + ")"
+        )
 
     def _json_path(self, segments: tuple[str, ...]) -> str:
         return self.bind(json_path(segments))

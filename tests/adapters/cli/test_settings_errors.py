@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.test_config import BAD_VALUES
 
 pytestmark = pytest.mark.slow

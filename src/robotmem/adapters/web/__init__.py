@@ -2,9 +2,13 @@
 
 Writes (every request that is not GET, HEAD or OPTIONS) must be JSON (``Content-Type:
 application/json``) and must not come from another site (``Origin`` and ``Sec-Fetch-Site`` are
-checked), so a form post from a foreign page cannot change memories. With a token configured
-(``ROBOTMEM_WEB_TOKEN``; required when binding to a non-loopback address) every write must also
-carry it in ``X-Robotmem-Token`` or ``Authorization: Bearer``.
+checked), so a form post from a foreign page cannot change memories; ``GET /api/search`` counts
+accesses, so it is refused cross-site as well. With a token configured (``web_token``, env
+``ROBOTMEM_WEB_TOKEN``; required when binding to a non-loopback address) every write must also carry
+it in ``X-Robotmem-Token`` or ``Authorization: Bearer``. The ``Host`` header must name this server
+(``remote.host_allowed``); JSON bodies nested deeper than 64 levels are refused before parsing; every
+error goes through ``remote.remote_error`` (no filesystem paths; 503 only for busy/locked storage).
+Responses are strict JSON (``robotmem.strict_json``).
 """
 
 from __future__ import annotations
@@ -14,26 +18,30 @@ import ipaddress
 import logging
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pydantic
 from flask import Response, jsonify, request, send_from_directory
+from flask.json.provider import DefaultJSONProvider
 from flask_openapi3.models.info import Info
 from flask_openapi3.openapi import OpenAPI
 from werkzeug.exceptions import HTTPException
 
-from robotmem import RobotMemError, RobotMemory, ValidationError
+from robotmem import RobotMemory, ValidationError, strict_json
 from robotmem.adapters.web.api import ErrorResponse, api_bp
-from robotmem.config import load_settings
+from robotmem.adapters.web.remote import MAX_BODY_DEPTH, allowed_hosts, host_allowed, json_depth, remote_error
+from robotmem.config import load_settings, web_allowed_hosts
 
 __all__ = ["TOKEN_HEADER", "create_app", "serve"]
 
 log = logging.getLogger("robotmem.web")
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 TOKEN_HEADER = "X-Robotmem-Token"
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+# Endpoints that read but also write (recall counts an access): refused cross-site, like writes.
+_COUNTING_READS = frozenset({"api.search"})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -96,10 +104,46 @@ def _token_given() -> str | None:
     return None
 
 
-def _install_guards(app: OpenAPI, token: str | None) -> None:
+class StrictJSONProvider(DefaultJSONProvider):
+    """Flask's JSON, but a non-finite number is written as null (browsers reject NaN and Infinity)."""
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        kwargs.setdefault("default", self.default)
+        kwargs.setdefault("ensure_ascii", self.ensure_ascii)
+        kwargs.setdefault("sort_keys", self.sort_keys)
+        return strict_json.dumps(obj, **kwargs)
+
+
+def _install_guards(app: OpenAPI, token: str | None, hosts: frozenset[str] | None) -> None:
+    @app.before_request
+    def guard_host() -> tuple[Response, int] | None:
+        if hosts is None or host_allowed(request.headers.get("Host"), hosts):
+            return None
+        return _error(
+            "invalid_host",
+            "this server does not answer to that Host name; list it in web_allowed_hosts "
+            "(ROBOTMEM_WEB_ALLOWED_HOSTS) if it is yours",
+            400,
+        )
+
+    @app.before_request
+    def guard_body() -> tuple[Response, int] | None:
+        if request.mimetype != "application/json" or not request.content_length:
+            return None
+        if json_depth(request.get_data(cache=True)) > MAX_BODY_DEPTH:
+            return _error("invalid_input", f"request body: nests deeper than {MAX_BODY_DEPTH} levels", 400)
+        return None
+
     @app.before_request
     def guard_writes() -> tuple[Response, int] | None:
         if request.method in _SAFE_METHODS:
+            if request.endpoint in _COUNTING_READS and not _same_origin():
+                return _error(
+                    "forbidden",
+                    "cross-site searches are refused (a search counts accesses); "
+                    "send the request from the same origin",
+                    403,
+                )
             return None
         if token is not None:
             given = _token_given()
@@ -130,11 +174,7 @@ def _install_guards(app: OpenAPI, token: str | None) -> None:
         return response
 
 
-def _install_error_handlers(app: OpenAPI) -> None:
-    @app.errorhandler(RobotMemError)
-    def robotmem_error(exc: RobotMemError) -> tuple[Response, int]:
-        return _error(exc.code, exc.message, exc.http_status)
-
+def _install_error_handlers(app: OpenAPI, known_paths: list[str]) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Any:
         if exc.response is not None:  # already a full response (the validation callback's)
@@ -143,9 +183,11 @@ def _install_error_handlers(app: OpenAPI) -> None:
         return _error(_STATUS_CODES.get(status, "http_error"), exc.description or exc.name, status)
 
     @app.errorhandler(Exception)
-    def unexpected_error(exc: Exception) -> tuple[Response, int]:
-        log.exception("unexpected error serving %s %s", request.method, request.path)
-        return _error("internal", f"unexpected server error ({type(exc).__name__}); see the server log", 500)
+    def any_error(exc: Exception) -> tuple[Response, int]:
+        code, message, status = remote_error(exc, known_paths)
+        if status >= 500:
+            log.error("%s %s failed", request.method, request.path, exc_info=exc)
+        return _error(code, message, status)
 
 
 def create_app(
@@ -155,13 +197,14 @@ def create_app(
     collection: str | None = None,
     embed_backend: str | None = None,
     token: str | None = None,
-    trusted_hosts: list[str] | None = None,
+    trusted_hosts: Iterable[str] | None = None,
 ) -> OpenAPI:
     """Return the Flask app serving the page at ``/`` and the REST API at ``/api`` (``api_bp``).
 
     ``memory`` is the ``RobotMemory`` to serve; without it one is opened on ``db`` with settings from
-    the environment. ``token``, when given, is required on every write. ``trusted_hosts`` restricts
-    the ``Host`` header (defence against DNS rebinding on a loopback server).
+    the environment. ``token``, when given, is required on every write. ``trusted_hosts`` are the
+    ``Host`` names answered besides IP literals (defence against DNS rebinding); default: the
+    loopback names and the ``web_allowed_hosts`` setting.
     """
     if memory is None:
         memory = RobotMemory(db, collection, embed_backend, settings=load_settings(os.environ))
@@ -186,10 +229,12 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = (
         memory.settings.max_data_bytes + memory.settings.max_metadata_bytes + 65536
     )
+    app.json = StrictJSONProvider(app)
     app.json.ensure_ascii = False  # type: ignore[attr-defined]
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    if trusted_hosts:
-        app.config["TRUSTED_HOSTS"] = trusted_hosts
+    if trusted_hosts is None:
+        trusted_hosts = allowed_hosts("", web_allowed_hosts(memory.settings))
+    hosts = frozenset(name.strip("[]").lower() for name in trusted_hosts)
     app.extensions["robotmem"] = memory
     app.register_api(api_bp)
 
@@ -201,8 +246,8 @@ def create_app(
     def index() -> Response:
         return send_from_directory(STATIC_DIR, "index.html")
 
-    _install_guards(app, token or None)
-    _install_error_handlers(app)
+    _install_guards(app, token or memory.settings.web_token or None, hosts)
+    _install_error_handlers(app, [str(memory.path), str(memory.path.parent), str(memory.settings.home)])
     return app
 
 
@@ -226,24 +271,33 @@ def serve(
 ) -> None:
     """Serve the web UI and REST API with waitress until interrupted.
 
-    ``token`` defaults to ``$ROBOTMEM_WEB_TOKEN``. Raises ``ValidationError`` when ``host`` is not a
-    loopback address and no token is set: an open port must not accept anonymous writes.
+    ``token`` defaults to the ``web_token`` setting (``ROBOTMEM_WEB_TOKEN``). Raises
+    ``ValidationError`` when ``host`` is not a loopback address and no token is set: an open port
+    must not accept anonymous writes. The ``Host`` header must be a loopback name, ``host``, a name
+    in ``web_allowed_hosts`` or an IP address; connections are limited and timed out
+    (``web_connection_limit``, ``web_channel_timeout_s``; see ``adapters/web/server.py``).
     """
-    import waitress
+    from robotmem.adapters.web.server import build_server  # waitress loads only to serve
 
-    token = token or os.environ.get("ROBOTMEM_WEB_TOKEN") or None
-    loopback = is_loopback(host)
-    if not loopback and token is None:
+    settings = load_settings(os.environ)
+    token = token or settings.web_token or None
+    if not is_loopback(host) and token is None:
         raise ValidationError(
             f"--host {host}: serving beyond this machine needs a token for writes; "
             "set ROBOTMEM_WEB_TOKEN or bind to 127.0.0.1"
         )
-    trusted = [*LOOPBACK_NAMES, host] if loopback else None
-    memory = RobotMemory(db, collection, embed_backend, settings=load_settings(os.environ))
+    memory = RobotMemory(db, collection, embed_backend, settings=settings)
     try:
-        app = create_app(memory, token=token, trusted_hosts=trusted)
+        app = create_app(memory, token=token, trusted_hosts=allowed_hosts(host, web_allowed_hosts(settings)))
+        server = build_server(
+            app,
+            host=host,
+            port=port,
+            connection_limit=settings.web_connection_limit,
+            channel_timeout_s=settings.web_channel_timeout_s,
+        )
         shown = f"[{host}]" if ":" in host else host
         print(f"robotmem web UI on http://{shown}:{port}/ (database {memory.path})", file=sys.stderr)
-        waitress.serve(app, host=host, port=port, threads=8, ident="robotmem")
+        server.run()
     finally:
         memory.close()
