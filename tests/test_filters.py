@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robotmem import ValidationError
+from robotmem import RobotMemory, ValidationError
+from robotmem.config import Settings
 from robotmem.filters import parse_filter, to_sql
 
 ROWS = [
@@ -177,3 +180,38 @@ def test_every_accepted_filter_compiles_to_valid_sql(
 def test_integers_beyond_sqlite_range_are_refused(raw: object) -> None:
     with pytest.raises(ValidationError, match="integers within"):
         parse_filter(raw)
+
+
+def test_sixteen_nested_not_run_in_sqlite(tmp_path: Path) -> None:
+    for mirror in (True, False):
+        config = Settings(home=tmp_path, recall_mirror=mirror)
+        with RobotMemory(tmp_path / f"n{mirror}.db", embed_backend="none", settings=config) as memory:
+            memory.learn(
+                "the gripper holds wet mugs", context={"task": {"success": True}, "params": {"f": 3}, "f": 3}
+            )
+            for depth in (15, 16):
+                condition: dict[str, Any] = {"task.success": True}
+                operator: dict[str, Any] = {"$gt": 1}
+                for _ in range(depth):
+                    condition, operator = {"$not": condition}, {"$not": operator}
+                expected = 1 if depth % 2 == 0 else 0
+                for query in ("gripper", ""):
+                    assert memory.recall(query, context_filter=condition)["total"] == expected
+                    assert memory.recall(query, context_filter={"params.f": operator})["total"] == expected
+            many = {"$or": [{"f": n} for n in range(1100)]}
+            assert memory.recall("", context_filter=json.dumps(many, separators=(",", ":")))["total"] == 1
+
+
+def test_context_keys_with_a_double_quote_are_refused(tmp_path: Path) -> None:
+    with RobotMemory(tmp_path / "q.db", embed_backend="none", settings=Settings(home=tmp_path)) as memory:
+        for context in ({'say"hi': 1}, {"task": [{'x"': 1}]}):
+            with pytest.raises(ValidationError, match="double quote"):
+                memory.learn("a lesson about quotes", context=context)
+        created = memory.learn("a lesson about quotes", context={"task": {"name": 'say "hi"'}})
+        with pytest.raises(ValidationError, match="double quote"):
+            memory.update(created["memory_id"], "a lesson about quotes", context={'a"': 1})
+        with pytest.raises(ValidationError, match="double quote"):
+            memory.recall("", context_filter={'task.say"hi': 1})
+        with pytest.raises(ValidationError, match="spatial_sort"):
+            memory.recall("", spatial_sort={"field": 'spatial."p', "target": [0]})
+        assert memory.recall("", context_filter={"task.name": 'say "hi"'})["total"] == 1

@@ -230,8 +230,8 @@ def create_app(
         memory.settings.max_data_bytes + memory.settings.max_metadata_bytes + 65536
     )
     app.json = StrictJSONProvider(app)
-    app.json.ensure_ascii = False  # type: ignore[attr-defined]
-    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json.ensure_ascii = False
+    app.json.sort_keys = False
     if trusted_hosts is None:
         trusted_hosts = allowed_hosts("", web_allowed_hosts(memory.settings))
     hosts = frozenset(name.strip("[]").lower() for name in trusted_hosts)

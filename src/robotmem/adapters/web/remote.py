@@ -13,16 +13,13 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-import numpy as np
-
-from robotmem import DatabaseError, RobotMemError
+from robotmem import DatabaseError, RobotMemError, strict_json
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_ADDRESS = ("0.0.0.0", "::", "")
 # Deeper than any valid body: context nests at most 32 levels, a filter 16 (plus the body object).
 MAX_BODY_DEPTH = 64
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 # An absolute POSIX path of two or more segments, or a Windows drive path, standing as its own word.
 _PATH = re.compile(
     r"""(?<![\w/.~-])(?:/(?!api/|static/)[^\s'"():;,/]+(?:/[^\s'"():;,]*)+|[A-Za-z]:\\[^\s'"():;,]+)"""
@@ -65,13 +62,7 @@ def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
 
 def json_depth(body: bytes) -> int:
     """Return how deeply the JSON text ``body`` nests arrays and objects (0 for a scalar)."""
-    if b"[" not in body and b"{" not in body:
-        return 0
-    structure = np.frombuffer(_STRING.sub(b"", body), dtype=np.uint8)
-    steps = np.zeros(len(structure), dtype=np.int64)
-    steps[(structure == ord("[")) | (structure == ord("{"))] = 1
-    steps[(structure == ord("]")) | (structure == ord("}"))] = -1
-    return int(np.cumsum(steps).max(initial=0))
+    return strict_json.depth(body)
 
 
 def scrub_paths(message: str, known: Iterable[str] = ()) -> str:

@@ -1,6 +1,6 @@
 """The MCP server: the seven operations as tools over stdio, all calling one ``RobotMemory``.
 
-Only this module imports the ``mcp`` SDK (2.x). The tools are thin: arguments are checked against the
+Only this package imports the ``mcp`` SDK (2.x); ``stdio`` is its transport. The tools are thin: arguments are checked against the
 service's input models (``robotmem.validation``), the ``RobotMemory`` method runs on a worker thread so
 SQLite and embedding never stall the protocol, and its SPEC §2 dict comes back unchanged as the structured
 result (and as JSON text for clients that read only text). A ``RobotMemError`` becomes an MCP tool error
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
 
+import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -26,6 +27,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from robotmem import RobotMemError, RobotMemory, __version__, strict_json
+from robotmem.adapters.mcp.stdio import claim_stdio, run_stdio
 from robotmem.results import (
     EndSessionResult,
     ForgetResult,
@@ -319,7 +321,10 @@ def _warm_up(memory: RobotMemory, ready: threading.Event) -> None:
 
 
 def serve(db: str | None = None, collection: str | None = None, embed_backend: str | None = None) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin.
+    """Serve MCP over stdin/stdout until the client closes stdin and every call read is answered.
+
+    The transport is ``robotmem.adapters.mcp.stdio``: every line gets a reply, an unparseable one a
+    JSON-RPC error.
 
     Settings not given come from the environment (``ROBOTMEM_*``) as for ``RobotMemory()``. The embedder
     loads in a background thread, so the ``initialize`` handshake never waits for a model. Logs go to
@@ -331,6 +336,7 @@ def serve(db: str | None = None, collection: str | None = None, embed_backend: s
     threading.Thread(target=_warm_up, args=(memory, ready), name="robotmem-warm-up", daemon=True).start()
     log.info("serving MCP over stdio: database %s, collection %s", memory.path, memory.collection)
     try:
-        server.run("stdio")
+        source, sink = claim_stdio()
+        anyio.run(run_stdio, server, source, sink)
     finally:
         memory.close()
