@@ -106,7 +106,8 @@ class _Wire:
         self.idle = anyio.Event() if self.idle.is_set() else self.idle
 
     def answered(self, request_id: RequestId | None) -> None:
-        self.pending.discard(request_id)  # type: ignore[arg-type]
+        if request_id is not None:
+            self.pending.discard(request_id)
         if not self.pending:
             self.idle.set()
 
