@@ -128,8 +128,9 @@ def _install_guards(app: OpenAPI, token: str | None, hosts: frozenset[str] | Non
 
     @app.before_request
     def guard_body() -> tuple[Response, int] | None:
-        if request.mimetype != "application/json" or not request.content_length:
+        if request.mimetype != "application/json":
             return None
+        # Also without Content-Length (chunked); get_data stops at MAX_CONTENT_LENGTH with a 413.
         if json_depth(request.get_data(cache=True)) > MAX_BODY_DEPTH:
             return _error("invalid_input", f"request body: nests deeper than {MAX_BODY_DEPTH} levels", 400)
         return None
