@@ -197,8 +197,8 @@ def check_ranges(settings: Settings) -> None:
             raise _out_of_range(key, value, f"an integer within {low_int}..{high_int}")
     for key in ("home", "db_path"):
         path = getattr(settings, key)
-        if path is not None and (str(path) in ("", ".") or "\x00" in str(path)):
-            raise _out_of_range(key, str(path), "a file system path (not empty, no NUL)")
+        if path is not None and "\x00" in str(path):
+            raise _out_of_range(key, str(path), "a file system path without NUL characters")
     name = settings.collection
     if not name.strip() or name != name.strip() or len(name) > 200 or not name.isprintable():
         raise _out_of_range(
