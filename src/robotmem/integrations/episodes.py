@@ -55,8 +55,10 @@ class RecallConfig:
     recall ranks past episodes by how close their start was to this one.
 
     The default empty ``query`` leaves text ranking out: every memory that passes the filters is
-    ordered by distance (or newest first without ``spatial_sort``). A text query first narrows
-    recall to the memories that match it.
+    ordered by distance (or newest first without ``spatial_sort``). With a text query and
+    ``spatial_sort``, recall returns the nearest among the memories relevant to the query: those
+    containing query words that carry ``bm25_min_coverage`` of its IDF (docs/filters.md); a query
+    no memory matches returns nothing.
     """
 
     query: str = ""

@@ -198,7 +198,13 @@ def run_on(
     }
     pool_ids = list(fused)
     near: dict[int, float] = {}
-    if plan.spatial is not None:
+    if plan.spatial is not None and plan.query:
+        # Task and place together: the nearest among the memories relevant to the query, not the nearest
+        # of all (see ``_relevant``). Every relevant memory competes, not only the ones in the pool.
+        relevant = _relevant(source, words or query_tokens(plan.query), tuning)
+        near = _nearest_among(source, plan.spatial, plan.n, relevant)
+        pool_ids = [m for m in fused if m in relevant] + [m for m in near if m not in fused]
+    elif plan.spatial is not None:
         # Every memory passing the filters competes on distance, in every mode: the nearest are found,
         # not only the nearest among the text matches that made the candidate pool.
         near = source.nearest(plan.spatial, plan.n)
@@ -240,6 +246,37 @@ def run_on(
         for m in chosen
     ]
     return RecallOutcome(hits, mode)
+
+
+# Larger than any store: "every match", for channels asked for all their candidates.
+_ALL = 2**62
+
+
+def _relevant(source: CandidateSource, words: list[str], tuning: Tuning) -> set[int]:
+    """Return the memories relevant to the query's ``words``: the relevance gate of a spatial recall.
+
+    A memory is relevant when it contains query words carrying ``bm25_min_coverage`` of the query's IDF
+    (the rule the text channel applies beside vectors; a source that cannot weigh words counts any
+    match). The vector channel does not open the gate: cosine always ranks every memory, and under
+    small models unrelated texts score as high as related ones (distinct robot sentences reach 0.93
+    under multilingual-e5-small), so no floor would separate them without a per-model calibration.
+    The gate is therefore the same with or without an embedder (and with ``bm25_weight`` 0), and a
+    query with no searchable word admits nothing.
+    """
+    if or_match(words) is None:
+        return set()
+    return set(source.text(words, _ALL, tuning.bm25_min_coverage))
+
+
+def _nearest_among(source: CandidateSource, spatial: SpatialSort, n: int, ids: set[int]) -> dict[int, float]:
+    """Return id → distance of the ``n`` nearest of ``ids`` with the field, with every tie at the n-th."""
+    if not ids:
+        return {}
+    near = {m: d for m, d in source.nearest(spatial, _ALL).items() if m in ids}
+    if len(near) <= n:
+        return near
+    nth = sorted(near.values())[n - 1]
+    return {m: d for m, d in near.items() if d <= nth}
 
 
 def _mode(query: str, has_words: bool, use_vectors: bool) -> str:

@@ -1,0 +1,82 @@
+"""Task and place in one recall: a query and ``spatial_sort`` together, on both candidate sources."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from robotmem import RobotMemory
+from robotmem.config import Settings
+
+SORT = {"field": "spatial.start", "target": [0.0, 0.0]}
+
+
+@pytest.fixture(params=["mirror", "sql"])
+def episodes(request: pytest.FixtureRequest, tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
+    """Push episodes near the origin, grasp episodes farther out; each source, with hashed vectors."""
+    chosen = settings.replace(recall_mirror=request.param == "mirror")
+    with RobotMemory(tmp_path / "memory.db", embed_backend="hash", settings=chosen) as mem:
+        for i in range(30):
+            mem.learn(f"push episode {i} slid the block", context={"spatial": {"start": [0.1 * i, 0.0]}})
+        for i in range(30):
+            mem.learn(
+                f"grasp episode {i} lifted the mug",
+                context={"spatial": {"start": [5.0 + 0.1 * i, 0.0]}, "task": {"success": i % 2 == 0}},
+            )
+        mem.learn("grasp episode without a start position lifted the mug")
+        yield mem
+
+
+def test_a_nonsense_query_with_spatial_sort_returns_nothing(episodes: RobotMemory) -> None:
+    found = episodes.recall("zebra quantum xylophone", n=5, spatial_sort=SORT)
+    assert found["memories"] == []
+    assert found["mode"] == "hybrid"
+
+
+def test_query_and_spatial_sort_return_the_nearest_relevant_memories(episodes: RobotMemory) -> None:
+    found = episodes.recall("grasp mug", n=5, spatial_sort=SORT)["memories"]
+    # The push episodes are all nearer, but they are not about grasping.
+    assert [m["content"] for m in found] == [f"grasp episode {i} lifted the mug" for i in range(5)]
+    assert [m["spatial_distance"] for m in found] == pytest.approx([5.0 + 0.1 * i for i in range(5)])
+
+
+def test_relevant_memories_beyond_the_candidate_depth_compete_on_distance(
+    episodes: RobotMemory, tmp_path: Path, settings: Settings
+) -> None:
+    shallow = settings.replace(candidate_depth=3, recall_mirror=episodes.engine.settings.recall_mirror)
+    with RobotMemory(episodes.path, embed_backend="hash", settings=shallow) as mem:
+        target = {"field": "spatial.start", "target": [7.9, 0.0]}
+        found = mem.recall("grasp mug", n=2, spatial_sort=target)["memories"]
+    assert [m["content"] for m in found] == [
+        "grasp episode 29 lifted the mug",
+        "grasp episode 28 lifted the mug",
+    ]
+
+
+def test_query_spatial_sort_and_filter_combine(episodes: RobotMemory) -> None:
+    found = episodes.recall("grasp mug", n=3, context_filter={"task.success": True}, spatial_sort=SORT)[
+        "memories"
+    ]
+    assert [m["content"] for m in found] == [f"grasp episode {i} lifted the mug" for i in (0, 2, 4)]
+
+
+def test_an_empty_query_returns_the_nearest_of_all_filtered_memories(episodes: RobotMemory) -> None:
+    found = episodes.recall("", n=5, spatial_sort=SORT)["memories"]
+    assert [m["content"] for m in found] == [f"push episode {i} slid the block" for i in range(5)]
+    successes = episodes.recall("", n=3, context_filter={"task.success": True}, spatial_sort=SORT)
+    assert [m["content"] for m in successes["memories"]] == [
+        f"grasp episode {i} lifted the mug" for i in (0, 2, 4)
+    ]
+
+
+def test_without_an_embedder_the_gate_is_the_same(episodes: RobotMemory, settings: Settings) -> None:
+    plain = settings.replace(recall_mirror=episodes.engine.settings.recall_mirror)
+    with RobotMemory(episodes.path, embed_backend="none", settings=plain) as mem:
+        assert mem.recall("zebra quantum xylophone", spatial_sort=SORT)["memories"] == []
+        found = mem.recall("grasp mug", n=3, spatial_sort=SORT)
+    assert found["mode"] == "bm25_only"
+    assert [m["spatial_distance"] for m in found["memories"]] == pytest.approx([5.0, 5.1, 5.2])
+    assert all(math.isfinite(m["score"]) for m in found["memories"])
