@@ -5,6 +5,7 @@
     maintenance  doctor [--repair], check, repair, backup
     transfer     export, import, embed backfill|reindex|status
     evaluate     eval
+    data         import-bag, import-lerobot, export-mcap
 
 A ``RobotMemError`` becomes ``Error: <message>`` on stderr and exit status 2.
 """
@@ -17,11 +18,11 @@ import sys
 from collections.abc import Sequence
 
 from robotmem import RobotMemError
-from robotmem.adapters.cli import evaluate, maintenance, operations, servers, transfer
+from robotmem.adapters.cli import data, evaluate, maintenance, operations, servers, transfer
 from robotmem.adapters.cli.common import common_options, configure_logging
 from robotmem.config import load_settings
 
-COMMAND_GROUPS = (operations, servers, maintenance, transfer, evaluate)
+COMMAND_GROUPS = (operations, servers, maintenance, transfer, evaluate, data)
 
 
 def build_parser() -> argparse.ArgumentParser:

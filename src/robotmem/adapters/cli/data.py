@@ -1,0 +1,138 @@
+"""``robotmem import-bag``, ``robotmem import-lerobot`` and ``robotmem export-mcap``: robot data in and out.
+
+Each needs its extra (``robotmem[ros]``, ``robotmem[lerobot]``); without it the command says which to
+install. Progress bars go to stderr, the JSON result to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from robotmem.adapters.cli.common import ProgressBars, open_memory, print_json, progress_options
+from robotmem import ValidationError
+
+
+def _json_object(name: str, text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{name}: not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValidationError(f"{name}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _split(option: str, text: str, sep: str, parts: int) -> list[str]:
+    pieces = text.split(sep, parts - 1)
+    if len(pieces) != parts or not all(pieces):
+        raise ValidationError(f"{option}: expected {'X'.join(['…'] * parts).replace('X', sep)}, got {text!r}")
+    return pieces
+
+
+def bag_plan(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Return the ``(BagMap, Boundaries)`` of the map file and flags (flags add to or replace the file's)."""
+    from robotmem.integrations.bag_map import BagMap, Boundaries, PoseTopic, load_map
+
+    bag_map, bounds = load_map(args.map) if args.map else (BagMap(), Boundaries())
+    poses = list(bag_map.poses)
+    for spec in args.pose or []:
+        name, rest = _split("--pose", spec, "=", 2)
+        topic, _, field = rest.partition(":")
+        poses = [p for p in poses if p.name != name] + [PoseTopic(name, topic, field or None)]
+    updates: dict[str, Any] = {"poses": tuple(poses)}
+    if args.joints:
+        updates["joints"] = args.joints
+    if args.joint_samples is not None:
+        updates["joint_samples"] = args.joint_samples
+    if args.outcome:
+        topic, _, field = args.outcome.partition(":")
+        updates.update(outcome=topic, outcome_field=field or "data")
+    if args.robot:
+        updates["robot"] = {**bag_map.robot, **_json_object("--robot", args.robot)}
+    if args.task:
+        updates["task"] = {**bag_map.task, **_json_object("--task", args.task)}
+    bag_map = BagMap(**{**bag_map.__dict__, **updates})
+    if args.marker or args.window or args.gap:
+        fields: dict[str, Any] = {}
+        if args.marker:
+            topic, _, field = args.marker.partition(":")
+            fields.update(marker=topic, marker_field=field or "data")
+            fields.update(start_value=args.start_value, end_value=args.end_value or None)
+        if args.window:
+            windows = []
+            for text in args.window:
+                a, b = _split("--window", text, ":", 2)
+                try:
+                    windows.append((float(a), float(b)))
+                except ValueError:
+                    raise ValidationError(f"--window: expected START:END seconds, got {text!r}") from None
+            fields["windows"] = tuple(windows)
+        if args.gap:
+            topic, seconds = _split("--gap", args.gap, ":", 2)
+            try:
+                fields.update(gap_topic=topic, gap_s=float(seconds))
+            except ValueError:
+                raise ValidationError(f"--gap: expected TOPIC:SECONDS, got {args.gap!r}") from None
+        bounds = Boundaries(**fields)
+    return bag_map, bounds
+
+
+def _import_bag(args: argparse.Namespace) -> int:
+    from robotmem.integrations.rosbag import import_bag
+
+    bag_map, bounds = bag_plan(args)
+    bars = ProgressBars(enabled=not args.no_progress)
+    results = []
+    try:
+        with open_memory(args) as mem:
+            for path in args.paths:
+                results.append(
+                    import_bag(mem, path, bag_map, bounds, collection=args.collection, progress=bars)
+                )
+                bars.close()
+    finally:
+        bars.close()
+    print_json(results[0] if len(results) == 1 else results)
+    return 0
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the data commands to the ``robotmem`` parser."""
+    progress = progress_options()
+    p = sub.add_parser(
+        "import-bag",
+        parents=[common, progress],
+        help="import ROS bags (rosbag2 sqlite3/MCAP, ROS 1) as episodes; needs robotmem[ros]",
+    )
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="rosbag2 directory, .mcap/.db3 file or ROS 1 .bag"
+    )
+    p.add_argument("--map", help="TOML or JSON map file (docs/bring-your-data.md); flags below add to it")
+    p.add_argument("--pose", action="append", metavar="NAME=TOPIC[:FIELD]", help="a pose topic (repeatable)")
+    p.add_argument(
+        "--joints", metavar="TOPIC", help="sensor_msgs/JointState topic, sampled into a perception"
+    )
+    p.add_argument(
+        "--joint-samples", dest="joint_samples", type=int, metavar="N", help="joint states kept (10)"
+    )
+    p.add_argument(
+        "--outcome", metavar="TOPIC[:FIELD]", help="Bool, String or JSON outcome topic → task.success"
+    )
+    p.add_argument("--robot", metavar="JSON", help="constant robot section")
+    p.add_argument("--task", metavar="JSON", help="constant task section")
+    p.add_argument("--marker", metavar="TOPIC[:FIELD]", help="episodes from marker messages")
+    p.add_argument(
+        "--start-value", dest="start_value", default="start", help="marker value opening an episode"
+    )
+    p.add_argument(
+        "--end-value", dest="end_value", default="end", help="marker value closing one ('' = next start)"
+    )
+    p.add_argument(
+        "--window", action="append", metavar="START:END", help="an episode in seconds from the bag start"
+    )
+    p.add_argument("--gap", metavar="TOPIC:SECONDS", help="episodes split by silences on a topic")
+    p.set_defaults(run=_import_bag)

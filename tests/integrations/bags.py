@@ -1,0 +1,176 @@
+"""Bags written at test time: rosbag2 (sqlite3, MCAP) and ROS 1 by ``rosbags``, MCAP by ``mcap_ros2``.
+
+``plan_episodes`` draws the episodes (layout, outcome, timing); each writer turns the same plan into
+its format, so a test knows the truth it must recall.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+BAG_START_NS = 1_700_000_000_000_000_000
+EPISODE_NS = 2_000_000_000  # an episode lasts 2 s ...
+PAUSE_NS = 1_000_000_000  # ... and 1 s of nothing lies between two
+JOINTS = ["shoulder", "elbow", "wrist"]
+
+
+@dataclass(frozen=True)
+class PlannedEpisode:
+    index: int
+    start_ns: int
+    object_initial: tuple[float, float, float]
+    object_final: tuple[float, float, float]
+    goal: tuple[float, float, float]
+    success: bool
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + EPISODE_NS
+
+    @property
+    def layout(self) -> list[float]:
+        return [*self.object_initial, *self.goal]
+
+
+def plan_episodes(count: int, seed: int = 7) -> list[PlannedEpisode]:
+    rng = random.Random(seed)
+    plans = []
+    for i in range(count):
+        start = BAG_START_NS + i * (EPISODE_NS + PAUSE_NS)
+        obj = tuple(round(rng.uniform(-1, 1), 4) for _ in range(3))
+        goal = tuple(round(rng.uniform(-1, 1), 4) for _ in range(3))
+        final = tuple(round(o + rng.uniform(-0.1, 0.1), 4) for o in obj)
+        plans.append(PlannedEpisode(i, start, obj, final, goal, rng.random() < 0.6))  # type: ignore[arg-type]
+    return plans
+
+
+def events(plans: list[PlannedEpisode], *, outcome_as: str = "bool") -> list[tuple[str, int, str, object]]:
+    """Return ``(topic, t_ns, kind, value)`` in time order: markers, poses, joints, outcomes."""
+    out: list[tuple[str, int, str, object]] = []
+    for p in plans:
+        out.append(("/episode", p.start_ns, "string", "start"))
+        for k in range(3):  # object moves from its initial to its final pose
+            share = k / 2
+            point = tuple(a + (b - a) * share for a, b in zip(p.object_initial, p.object_final, strict=True))
+            out.append(("/object_pose", p.start_ns + 10_000_000 + k * 500_000_000, "pose", point))
+        out.append(("/goal", p.start_ns + 20_000_000, "point", p.goal))
+        for k in range(6):
+            out.append(
+                (
+                    "/joint_states",
+                    p.start_ns + 100_000_000 + k * 300_000_000,
+                    "joints",
+                    [0.1 * k, -0.2, 0.3 + k],
+                )
+            )
+        if outcome_as == "bool":
+            out.append(("/outcome", p.end_ns - 20_000_000, "bool", p.success))
+        else:
+            text = json.dumps({"success": p.success, "reward": 1.0 if p.success else -1.0})
+            out.append(("/outcome", p.end_ns - 20_000_000, "string", text))
+        out.append(("/episode", p.end_ns, "string", "end"))
+    out.sort(key=lambda e: e[1])
+    return out
+
+
+MSGTYPES = {
+    "string": "std_msgs/msg/String",
+    "bool": "std_msgs/msg/Bool",
+    "pose": "geometry_msgs/msg/PoseStamped",
+    "point": "geometry_msgs/msg/PointStamped",
+    "joints": "sensor_msgs/msg/JointState",
+}
+
+
+def _build(ts, kind: str, t_ns: int, value, ros1: bool):  # type: ignore[no-untyped-def]
+    T = ts.types
+    stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
+    header = (
+        T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id="map")
+        if ros1
+        else T["std_msgs/msg/Header"](stamp=stamp, frame_id="map")
+    )
+    if kind == "string":
+        return T["std_msgs/msg/String"](data=value)
+    if kind == "bool":
+        return T["std_msgs/msg/Bool"](data=value)
+    if kind == "pose":
+        point = T["geometry_msgs/msg/Point"](x=value[0], y=value[1], z=value[2])
+        quat = T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)
+        pose = T["geometry_msgs/msg/Pose"](position=point, orientation=quat)
+        return T["geometry_msgs/msg/PoseStamped"](header=header, pose=pose)
+    if kind == "point":
+        point = T["geometry_msgs/msg/Point"](x=value[0], y=value[1], z=value[2])
+        return T["geometry_msgs/msg/PointStamped"](header=header, point=point)
+    import numpy as np
+
+    return T["sensor_msgs/msg/JointState"](
+        header=header,
+        name=list(JOINTS),
+        position=np.array(value, dtype=np.float64),
+        velocity=np.zeros(3),
+        effort=np.zeros(3),
+    )
+
+
+def write_rosbags(path: Path, plans: list[PlannedEpisode], storage: str, *, outcome_as: str = "bool") -> Path:
+    """Write the plan with ``rosbags``: ``storage`` is ``sqlite3``, ``mcap`` (rosbag2) or ``ros1``."""
+    from rosbags.typesys import Stores, get_typestore
+
+    ros1 = storage == "ros1"
+    ts = get_typestore(Stores.ROS1_NOETIC if ros1 else Stores.ROS2_HUMBLE)
+    stream = events(plans, outcome_as=outcome_as)
+    if ros1:
+        from rosbags.rosbag1 import Writer as Ros1Writer
+
+        bag = path.with_suffix(".bag")
+        writer_cm = Ros1Writer(bag)
+    else:
+        from rosbags.rosbag2 import StoragePlugin
+        from rosbags.rosbag2 import Writer as Ros2Writer
+
+        bag = path
+        plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+        writer_cm = Ros2Writer(bag, version=9, storage_plugin=plugin)
+    with writer_cm as writer:
+        connections = {}
+        for topic, t_ns, kind, value in stream:
+            if topic not in connections:
+                connections[topic] = writer.add_connection(topic, MSGTYPES[kind], typestore=ts)
+            message = _build(ts, kind, t_ns, value, ros1)
+            raw = (
+                ts.serialize_ros1(message, MSGTYPES[kind])
+                if ros1
+                else ts.serialize_cdr(message, MSGTYPES[kind])
+            )
+            writer.write(connections[topic], t_ns, raw)
+    return bag
+
+
+MCAP_DEFS = {
+    "std_msgs/msg/String": "string data",
+    "std_msgs/msg/Bool": "bool data",
+    "geometry_msgs/msg/Point": "float64 x\nfloat64 y\nfloat64 z",
+}
+
+
+def write_mcap_ros2(path: Path, plans: list[PlannedEpisode]) -> Path:
+    """Write the plan with the official ``mcap_ros2`` writer: poses as Point, outcomes as JSON strings."""
+    from mcap_ros2.writer import Writer
+
+    bag = path.with_suffix(".mcap")
+    with bag.open("wb") as f:
+        writer = Writer(f)
+        schemas = {name: writer.register_msgdef(name, text) for name, text in MCAP_DEFS.items()}
+        for topic, t_ns, kind, value in events(plans, outcome_as="json"):
+            if kind == "string":
+                writer.write_message(topic, schemas["std_msgs/msg/String"], {"data": value}, log_time=t_ns)
+            elif kind in ("pose", "point"):
+                point = {"x": value[0], "y": value[1], "z": value[2]}  # type: ignore[index]
+                writer.write_message(topic, schemas["geometry_msgs/msg/Point"], point, log_time=t_ns)
+            # joint states are left out: this bag checks the format, not every mapping
+        writer.finish()
+    return bag
