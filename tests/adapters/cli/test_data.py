@@ -74,3 +74,19 @@ def test_import_bag_errors_name_the_topic_and_list_the_bag(cli: Any, tmp_path: P
     assert (code, err.strip()) == (2, "Error: --pose: expected …=…, got 'object'")
     code, _, err = cli("import-bag", str(bag), "--marker", "/episode", "--window", "1:x")
     assert code == 2 and "--window: expected START:END seconds" in err
+
+
+def test_export_mcap_writes_the_recalled_episodes(cli: Any, tmp_path: Path) -> None:
+    from rosbags.highlevel import AnyReader
+
+    bag = write_rosbags(tmp_path / "run", plan_episodes(6), "sqlite3")
+    code, imported, err = cli("import-bag", str(bag), *FLAGS, "--no-progress")
+    assert code == 0, err
+    out = tmp_path / "episode.mcap"
+    code, summary, err = cli("export-mcap", str(out), "--session-id", imported["session_ids"][2])
+    assert code == 0, err
+    assert summary["memories"] == 2 and "/robotmem/joint_states" in summary["topics"]
+    with AnyReader([out]) as reader:
+        assert sum(1 for _ in reader.messages()) == summary["messages"]
+    code, _, err = cli("export-mcap", str(out))
+    assert code == 2 and "exists" in err

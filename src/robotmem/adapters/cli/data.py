@@ -10,8 +10,8 @@ import argparse
 import json
 from typing import Any
 
-from robotmem.adapters.cli.common import ProgressBars, open_memory, print_json, progress_options
 from robotmem import ValidationError
+from robotmem.adapters.cli.common import ProgressBars, open_memory, print_json, progress_options
 
 
 def _json_object(name: str, text: str | None) -> dict[str, Any]:
@@ -100,6 +100,23 @@ def _import_bag(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_mcap(args: argparse.Namespace) -> int:
+    from robotmem.integrations.mcap_export import export_mcap
+
+    with open_memory(args) as mem:
+        found = mem.recall(
+            args.query,
+            n=args.n,
+            session_id=args.session_id,
+            context_filter=args.context_filter,
+            spatial_sort=args.spatial_sort,
+            include_data=True,
+            order="time" if args.session_id else "relevance",
+        )
+        print_json(export_mcap(found["memories"], args.path))
+    return 0
+
+
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the data commands to the ``robotmem`` parser."""
     progress = progress_options()
@@ -136,3 +153,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--gap", metavar="TOPIC:SECONDS", help="episodes split by silences on a topic")
     p.set_defaults(run=_import_bag)
+
+    p = sub.add_parser(
+        "export-mcap",
+        parents=[common],
+        help="write recalled memories or an episode to an MCAP file for Foxglove; needs robotmem[ros]",
+    )
+    p.add_argument("path", metavar="PATH", help="MCAP file to create")
+    p.add_argument("query", nargs="?", default="", metavar="QUERY", help="recall query (default: none)")
+    p.add_argument("-n", type=int, help="memories to export (the recall default)")
+    p.add_argument("--filter", dest="context_filter", metavar="JSON", help="the recall context_filter")
+    p.add_argument("--spatial-sort", dest="spatial_sort", metavar="JSON", help="the recall spatial_sort")
+    p.add_argument("--session-id", dest="session_id", help="one episode's memories, in time order")
+    p.set_defaults(run=_export_mcap)

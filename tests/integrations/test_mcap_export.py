@@ -1,0 +1,96 @@
+"""MCAP export: recalled episodes written, then read back by the ``mcap`` library and by ``rosbags``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from rosbags.highlevel import AnyReader
+
+from robotmem import RobotMemory, ValidationError
+from robotmem.integrations.mcap_export import export_mcap
+from robotmem.integrations.rosbag import BagMap, Boundaries, PoseTopic, import_bag
+
+from .bags import plan_episodes, write_rosbags
+
+BAG_MAP = BagMap(
+    poses=(PoseTopic("object", "/object_pose"), PoseTopic("goal", "/goal")),
+    joints="/joint_states",
+    joint_samples=3,
+    outcome="/outcome",
+    task={"name": "push"},
+)
+
+
+@pytest.fixture
+def exported(tmp_path: Path, memory: RobotMemory) -> tuple[Path, list[dict], dict]:
+    plans = plan_episodes(8)
+    import_bag(
+        memory, write_rosbags(tmp_path / "run", plans, "sqlite3"), BAG_MAP, Boundaries(marker="/episode")
+    )
+    found = memory.recall("push", n=4, spatial_sort={"field": "spatial.layout_initial", "target": [0.0] * 6})
+    perceptions = memory.recall(
+        "joint trajectory", n=2, include_data=True, context_filter={"type": "perception"}
+    )
+    records = found["memories"] + perceptions["memories"]
+    out = tmp_path / "recalled.mcap"
+    return out, records, export_mcap(records, out)
+
+
+def test_the_export_reads_back_with_the_mcap_library(exported: tuple[Path, list[dict], dict]) -> None:
+    path, records, summary = exported
+    episodes = [r for r in records if r["type"] == "fact"]
+    with path.open("rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        assert reader.get_header().profile == "ros2"
+        seen = list(reader.iter_decoded_messages())
+    topics = {channel.topic for _, channel, _, _ in seen}
+    assert topics == set(summary["topics"]) == {
+        "/robotmem/memories", "/robotmem/log", "/robotmem/joint_states",
+        "/robotmem/spatial/object_initial", "/robotmem/spatial/object_final",
+        "/robotmem/spatial/goal_initial", "/robotmem/spatial/goal_final",
+    }  # fmt: skip
+    assert len(seen) == summary["messages"]
+    texts = [json.loads(m.data) for _, c, _, m in seen if c.topic == "/robotmem/memories"]
+    assert sorted(t["id"] for t in texts) == sorted(r["id"] for r in records)
+    by_id = {t["id"]: t for t in texts}
+    for episode in episodes:
+        where = episode["context"]["provenance"]
+        assert by_id[episode["id"]]["task"] == episode["task"]
+        stamps = [msg.log_time for _, c, msg, _ in seen if c.topic == "/robotmem/memories"]
+        assert where["t_start_ns"] in stamps
+    points = [
+        (msg.log_time, d.point) for _, c, msg, d in seen if c.topic == "/robotmem/spatial/object_initial"
+    ]
+    first = min(episodes, key=lambda e: e["context"]["provenance"]["t_start_ns"])
+    t0, p0 = min(points, key=lambda p: p[0])
+    assert t0 == first["context"]["provenance"]["t_start_ns"]
+    assert [p0.x, p0.y, p0.z] == pytest.approx(first["spatial"]["object_initial"])
+    logs = [d for _, c, _, d in seen if c.topic == "/robotmem/log"]
+    assert {d.level for d in logs} <= {2, 3} and any("push episode" in d.message for d in logs)
+    joints = [d for _, c, _, d in seen if c.topic == "/robotmem/joint_states"]
+    assert len(joints) == 6 and list(joints[0].name) == ["shoulder", "elbow", "wrist"]
+
+
+def test_the_export_reads_back_with_rosbags(exported: tuple[Path, list[dict], dict]) -> None:
+    path, records, summary = exported
+    with AnyReader([path]) as reader:
+        assert {c.topic for c in reader.connections} == set(summary["topics"])
+        count = 0
+        for connection, _, raw in reader.messages():
+            message = reader.deserialize(raw, connection.msgtype)
+            count += 1
+            if connection.topic == "/robotmem/memories":
+                assert json.loads(message.data)["id"] in {r["id"] for r in records}
+            if connection.msgtype == "sensor_msgs/msg/JointState":
+                assert len(message.position) == 3
+    assert count == summary["messages"]
+
+
+def test_export_refuses_an_existing_file(exported: tuple[Path, list[dict], dict]) -> None:
+    path, records, _ = exported
+    with pytest.raises(ValidationError, match="exists"):
+        export_mcap(records, path)
