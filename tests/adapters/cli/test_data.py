@@ -90,3 +90,14 @@ def test_export_mcap_writes_the_recalled_episodes(cli: Any, tmp_path: Path) -> N
         assert sum(1 for _ in reader.messages()) == summary["messages"]
     code, _, err = cli("export-mcap", str(out))
     assert code == 2 and "exists" in err
+
+
+def test_import_lerobot_imports_the_fixture_once(cli: Any) -> None:
+    fixture = Path(__file__).parents[2] / "integrations" / "data" / "lerobot_push" / "dataset"
+    code, out, err = cli("import-lerobot", str(fixture))
+    assert code == 0, err
+    assert (out["episodes"], out["imported"]) == (10, 10) and "10/10" in err
+    code, out, _ = cli("import-lerobot", str(fixture), "--no-progress", "--state-key", "observation.state")
+    assert (code, out["skipped"]) == (0, 10)
+    code, _, err = cli("import-lerobot", str(fixture.parent))
+    assert code == 2 and "no meta/info.json" in err

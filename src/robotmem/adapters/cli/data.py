@@ -100,6 +100,21 @@ def _import_bag(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_lerobot(args: argparse.Namespace) -> int:
+    from robotmem.integrations.lerobot import import_lerobot
+
+    bars = ProgressBars(enabled=not args.no_progress)
+    try:
+        with open_memory(args) as mem:
+            result = import_lerobot(
+                mem, args.path, state_key=args.state_key, collection=args.collection, progress=bars
+            )
+    finally:
+        bars.close()
+    print_json(result)
+    return 0
+
+
 def _export_mcap(args: argparse.Namespace) -> int:
     from robotmem.integrations.mcap_export import export_mcap
 
@@ -153,6 +168,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--gap", metavar="TOPIC:SECONDS", help="episodes split by silences on a topic")
     p.set_defaults(run=_import_bag)
+
+    p = sub.add_parser(
+        "import-lerobot",
+        parents=[common, progress],
+        help="import a LeRobot v3.0 dataset, one memory per episode; needs robotmem[lerobot]",
+    )
+    p.add_argument("path", metavar="PATH", help="dataset directory (with meta/info.json)")
+    p.add_argument(
+        "--state-key", dest="state_key", default="observation.state", help="frame column of the state vector"
+    )
+    p.set_defaults(run=_import_lerobot)
 
     p = sub.add_parser(
         "export-mcap",

@@ -1,0 +1,251 @@
+"""LeRobot datasets (v3.0 layout) as episodes, and episode selection for retrieval-based fine-tuning.
+
+Needs the extra ``robotmem[lerobot]`` (pyarrow; no torch, no hub access)::
+
+    from robotmem import RobotMemory
+    from robotmem.integrations.lerobot import import_lerobot, select_episodes
+
+    with RobotMemory("memory.db") as mem:
+        import_lerobot(mem, "~/.cache/huggingface/lerobot/me/push")
+        picked = select_episodes(mem, task="push the red block", state=[0.1, -0.2, 0.3, 0.0], n=50)
+    # LeRobotDataset("me/push", episodes=picked): the 50 successful demonstrations most like this
+    # task and start state.
+
+The v3.0 layout: ``meta/info.json`` (features, fps, robot type), ``meta/episodes/chunk-*/file-*.parquet``
+(one row per episode: ``episode_index``, ``tasks``, ``length``, ``dataset_from_index`` /
+``dataset_to_index``), ``meta/tasks.parquet``, ``data/chunk-*/file-*.parquet`` (one row per frame).
+Each episode becomes one memory: the task text as its insight; ``spatial.state_initial`` /
+``state_final`` (the first and last ``observation.state``); ``task.success`` from a success column
+(``next.success``, ``success`` or ``is_success``: true when any frame succeeds) and ``task.return``
+(the sum of ``next.reward`` or ``reward``) when present; ``provenance`` with the dataset path and
+``episode_index``. Importing a dataset again adds nothing (``provenance.key``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robotmem.errors import ValidationError
+from robotmem.integrations.episodes import outcome_word, to_json_value
+
+try:
+    import pyarrow.parquet as pq
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "robotmem.integrations.lerobot needs the extra: pip install 'robotmem[lerobot]'"
+    ) from exc
+
+Progress = Callable[[str, int, int], None]
+SUCCESS_COLUMNS = ("next.success", "success", "is_success")
+REWARD_COLUMNS = ("next.reward", "reward")
+_LOOKUP_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class LeRobotEpisode:
+    """One episode of a dataset, as the memory needs it."""
+
+    index: int
+    tasks: tuple[str, ...]
+    length: int
+    state_initial: list[float] | None
+    state_final: list[float] | None
+    success: bool | None
+    episode_return: float | None
+
+
+def read_info(root: Path) -> dict[str, Any]:
+    """Return ``meta/info.json``; raises ``ValidationError`` for a missing file or another layout version."""
+    info_path = root / "meta" / "info.json"
+    if not info_path.exists():
+        raise ValidationError(f"dataset: {root} has no meta/info.json; expected a LeRobot dataset directory")
+    info: dict[str, Any] = json.loads(info_path.read_text(encoding="utf-8"))
+    version = str(info.get("codebase_version", ""))
+    if not version.startswith("v3."):
+        raise ValidationError(
+            f"dataset: {root} is LeRobot {version or 'of unknown version'}; robotmem reads v3.x"
+        )
+    return info
+
+
+def _table(files: Sequence[Path], columns: Sequence[str] | None = None) -> dict[str, list[Any]]:
+    merged: dict[str, list[Any]] = {}
+    for file in files:
+        present = pq.read_schema(file).names
+        wanted = None if columns is None else [c for c in columns if c in present]
+        for name, values in pq.read_table(file, columns=wanted).to_pydict().items():
+            merged.setdefault(name, []).extend(values)
+    return merged
+
+
+def read_episodes(
+    path: str | Path, state_key: str = "observation.state"
+) -> tuple[dict[str, Any], list[LeRobotEpisode]]:
+    """Return ``(info, episodes)`` of the dataset at ``path``, read with pyarrow; raises ``ValidationError``."""
+    root = Path(path).expanduser()
+    info = read_info(root)
+    meta_files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
+    data_files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
+    if not meta_files or not data_files:
+        raise ValidationError(f"dataset: {root} lacks meta/episodes/*/*.parquet or data/*/*.parquet")
+    meta = _table(meta_files, ["episode_index", "tasks", "length"])
+    features = info.get("features", {})
+    success_col = next((c for c in SUCCESS_COLUMNS if c in features), None)
+    reward_col = next((c for c in REWARD_COLUMNS if c in features), None)
+    state_col = state_key if state_key in features else None
+    columns = ["episode_index", "index", *(c for c in (state_col, success_col, reward_col) if c)]
+    frames = _table(data_files, columns)
+    order = np.lexsort((np.asarray(frames["index"]), np.asarray(frames["episode_index"])))
+    by_episode = np.asarray(frames["episode_index"])[order]
+    episodes = []
+    for i, index in enumerate(meta["episode_index"]):
+        rows = order[np.searchsorted(by_episode, index, "left") : np.searchsorted(by_episode, index, "right")]
+        if len(rows) == 0:
+            raise ValidationError(f"dataset: episode {index} has no frames in data/")
+        state = frames[state_col] if state_col else None
+        success = None
+        if success_col:
+            flags = np.asarray([np.asarray(frames[success_col][r]).any() for r in rows])
+            success = bool(flags.any())
+        ret = float(np.sum([np.sum(frames[reward_col][r]) for r in rows])) if reward_col else None
+        episodes.append(
+            LeRobotEpisode(
+                index=int(index),
+                tasks=tuple(meta["tasks"][i] or ()),
+                length=int(meta["length"][i]),
+                state_initial=None if state is None else [float(x) for x in np.ravel(state[rows[0]])],
+                state_final=None if state is None else [float(x) for x in np.ravel(state[rows[-1]])],
+                success=success,
+                episode_return=ret,
+            )
+        )
+    return info, episodes
+
+
+def episode_context(episode: LeRobotEpisode, info: dict[str, Any], root: Path, key: str) -> dict[str, Any]:
+    """Return the context of one episode's memory."""
+    task: dict[str, Any] = {
+        "name": episode.tasks[0] if episode.tasks else "",
+        "episode": episode.index,
+        "frames": episode.length,
+        "fps": info.get("fps"),
+    }
+    if len(episode.tasks) > 1:
+        task["tasks"] = list(episode.tasks)
+    if episode.success is not None:
+        task["success"] = episode.success
+    if episode.episode_return is not None:
+        task["return"] = episode.episode_return
+    spatial = {}
+    if episode.state_initial is not None and episode.state_final is not None:
+        spatial = {"state_initial": episode.state_initial, "state_final": episode.state_final}
+    context: dict[str, Any] = to_json_value(
+        {
+            "spatial": spatial,
+            "robot": {"type": info.get("robot_type")} if info.get("robot_type") else {},
+            "task": task,
+            "provenance": {
+                "kind": "lerobot",
+                "dataset": str(root),
+                "codebase_version": info.get("codebase_version"),
+                "episode_index": episode.index,
+                "key": key,
+            },
+        }
+    )
+    return context
+
+
+def describe(episode: LeRobotEpisode) -> str:
+    """Return the insight: the task text, then the outcome, episode index and length."""
+    task = episode.tasks[0] if episode.tasks else "LeRobot episode"
+    text = f"{task} — episode {episode.index}: {outcome_word(episode.success)} in {episode.length} frames"
+    if episode.episode_return is not None:
+        text += f", return {episode.episode_return:.2f}"
+    return text[:300]
+
+
+def dataset_identity(root: Path) -> str:
+    """Return a digest of the dataset's ``meta/info.json`` (its content, not its path)."""
+    return hashlib.sha256((root / "meta" / "info.json").read_bytes()).hexdigest()[:32]
+
+
+def import_lerobot(
+    memory: Any,
+    path: str | Path,
+    *,
+    state_key: str = "observation.state",
+    collection: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Import every episode of a LeRobot v3.0 dataset; return ``{"dataset", "episodes", "imported", "skipped", "memory_ids"}``.
+
+    Raises ``ValidationError`` for a directory that is not a v3.x dataset, before anything is written.
+    """
+    root = Path(path).expanduser().resolve()
+    info, episodes = read_episodes(root, state_key)
+    identity = dataset_identity(root)
+    keys = [hashlib.sha256(f"{identity}:{e.index}:{e.length}".encode()).hexdigest()[:32] for e in episodes]
+    done: set[str] = set()
+    for i in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[i : i + _LOOKUP_CHUNK]
+        hits = memory.recall(
+            "", n=len(chunk), min_confidence=0.0, collection=collection,
+            context_filter={"provenance.key": {"$in": chunk}},
+        )["memories"]  # fmt: skip
+        done.update(m["context"]["provenance"]["key"] for m in hits)
+    result: dict[str, Any] = {
+        "dataset": str(root),
+        "episodes": len(episodes),
+        "imported": 0,
+        "skipped": 0,
+        "memory_ids": [],
+    }
+    for episode, key in zip(episodes, keys, strict=True):
+        if key in done:
+            result["skipped"] += 1
+        else:
+            learned = memory.learn(
+                describe(episode), context=episode_context(episode, info, root, key), collection=collection
+            )
+            result["memory_ids"].append(learned.get("memory_id", learned.get("existing_id")))
+            result["imported"] += 1
+        if progress is not None:
+            progress("episodes", 1, len(episodes))
+    return result
+
+
+def select_episodes(
+    memory: Any,
+    *,
+    task: str = "",
+    state: Sequence[float] | None = None,
+    n: int = 50,
+    success: bool | None = True,
+    dataset: str | Path | None = None,
+    collection: str | None = None,
+) -> list[int]:
+    """Return the ``episode_index`` of up to ``n`` imported episodes most like ``task`` and ``state``.
+
+    With ``state``, the episodes whose initial state is nearest (among those relevant to ``task`` when
+    it is given); without it, the best matches of ``task``. ``success`` True/False keeps only
+    successful/failed episodes (None: both); ``dataset`` restricts to one imported dataset. The list
+    goes straight into ``LeRobotDataset(repo_id, episodes=[...])``.
+    """
+    where: dict[str, Any] = {"provenance.kind": "lerobot"}
+    if success is not None:
+        where["task.success"] = success
+    if dataset is not None:
+        where["provenance.dataset"] = str(Path(dataset).expanduser().resolve())
+    sort = None if state is None else {"field": "spatial.state_initial", "target": [float(x) for x in state]}
+    found = memory.recall(
+        task, n=n, min_confidence=0.0, context_filter=where, spatial_sort=sort, collection=collection
+    )
+    return [int(m["context"]["provenance"]["episode_index"]) for m in found["memories"]]
