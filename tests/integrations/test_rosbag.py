@@ -170,3 +170,16 @@ name = "push"
     bad.write_text('{"posez": {}}', encoding="utf-8")
     with pytest.raises(ValidationError, match="map: unknown key 'posez'"):
         load_map(bad)
+
+
+def test_the_map_file_of_the_docs_imports_a_bag(tmp_path: Path, memory: RobotMemory) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "bring-your-data.md").read_text(encoding="utf-8")
+    text = page.split("cat > push_map.toml <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    map_file = tmp_path / "push_map.toml"
+    map_file.write_text(text, encoding="utf-8")
+    bag_map, boundaries = load_map(map_file)
+    plans = plan_episodes(6)
+    result = import_bag(memory, write_rosbags(tmp_path / "run", plans, "mcap"), bag_map, boundaries)
+    assert result["imported"] == 6
+    target = plans[1].layout
+    assert recalled_episodes(memory, target, 2, query="push") == nearest_successes(plans, target, 2)

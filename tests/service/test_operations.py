@@ -386,3 +386,14 @@ def test_spatial_sort_finds_the_nearest_beyond_the_text_pool_in_bm25_mode(bm25_m
         "push episode 116 moved the block",
     ]
     assert found["mode"] == "bm25_only"
+
+
+def test_end_session_with_related_top_k_zero_returns_no_related_memories(memory: RobotMemory) -> None:
+    memory.learn("the gripper slipped on the wet mug handle")
+    sessions = [memory.start_session()["session_id"] for _ in range(2)]
+    for session in sessions:
+        memory.learn(f"gripper slipped on a wet mug during trial {session[:6]}", session_id=session)
+    assert memory.end_session(sessions[0])["related_memories"] != []
+    memory.settings = memory.settings.replace(related_top_k=0)
+    ended = memory.end_session(sessions[1])
+    assert ended["related_memories"] == [] and ended["summary"]["memory_count"] == 1

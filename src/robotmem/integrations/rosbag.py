@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from robotmem.errors import ValidationError
 from robotmem.integrations.bag_map import BagMap, Boundaries, PoseTopic, load_map, map_from_dict
 from robotmem.integrations.episodes import outcome_word, sample_indices, to_json_value
@@ -314,8 +316,8 @@ def joint_payload(joints: Sequence[tuple[int, Any]], samples: int) -> dict[str, 
         {
             "joint_names": list(getattr(first, "name", [])),
             "t_ns": [joints[i][0] for i in indices],
-            "positions": [list(getattr(joints[i][1], "position", [])) for i in indices],
-            "velocities": [list(getattr(joints[i][1], "velocity", [])) for i in indices],
+            "positions": [np.asarray(getattr(joints[i][1], "position", [])).tolist() for i in indices],
+            "velocities": [np.asarray(getattr(joints[i][1], "velocity", [])).tolist() for i in indices],
             "sampled_from": len(joints),
         }
     )
@@ -423,18 +425,24 @@ def import_bag(
         "memory_ids": [],
         "session_ids": [],
     }
-    for s, key in zip(slices, keys, strict=True):
-        if key in done:
-            result["skipped"] += 1
-        else:
-            memory_id, session_id = _store_episode(
-                memory, s, bag_map, bag, storage, bag_start, key, collection
-            )
-            result["imported"] += 1
-            result["memory_ids"].append(memory_id)
-            result["session_ids"].append(session_id)
-        if progress is not None:
-            progress("episodes", 1, len(slices))
+    # end_session's related memories are not read here: with related_top_k 0 it runs no recall.
+    settings = memory.settings
+    memory.settings = settings.replace(related_top_k=0)
+    try:
+        for s, key in zip(slices, keys, strict=True):
+            if key in done:
+                result["skipped"] += 1
+            else:
+                memory_id, session_id = _store_episode(
+                    memory, s, bag_map, bag, storage, bag_start, key, collection
+                )
+                result["imported"] += 1
+                result["memory_ids"].append(memory_id)
+                result["session_ids"].append(session_id)
+            if progress is not None:
+                progress("episodes", 1, len(slices))
+    finally:
+        memory.settings = settings
     return result
 
 

@@ -73,7 +73,8 @@ def end_session(engine: Engine, session_id: str, outcome_score: float | None = N
     collection, summary, decayed, plan, texts = engine.write(work)
     if engine.current_session == target_id:
         engine.current_session = None
-    related = recall.related(engine, target_id, collection, texts)
+    # related_top_k = 0 spares the recall (a bulk import ends thousands of sessions and reads none).
+    related = recall.related(engine, target_id, collection, texts) if settings.related_top_k > 0 else []
     return ended_session(target_id, summary, decayed, plan, related)
 
 
