@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +81,24 @@ def test_without_an_embedder_the_gate_is_the_same(episodes: RobotMemory, setting
     assert found["mode"] == "bm25_only"
     assert [m["spatial_distance"] for m in found["memories"]] == pytest.approx([5.0, 5.1, 5.2])
     assert all(math.isfinite(m["score"]) for m in found["memories"])
+
+
+@pytest.mark.parametrize("mirror", [True, False])
+def test_with_the_default_model_a_paraphrase_passes_the_gate_by_cosine(
+    mirror: bool, tmp_path: Path, settings: Settings, bundled_embedder: Any
+) -> None:
+    chosen = settings.replace(recall_mirror=mirror)
+    with RobotMemory(tmp_path / "real.db", settings=chosen, embedder=bundled_embedder) as mem:
+        grip = mem.learn(
+            "grip_force=12.5N yields highest grasp success rate",
+            context={"spatial": {"start": [3.0, 0.0]}},
+        )["memory_id"]
+        for text, x in [
+            ("lidar misses glass doors in the hallway", 0.1),
+            ("the battery drains fast when the arm holds a load", 0.2),
+        ]:
+            mem.learn(text, context={"spatial": {"start": [x, 0.0]}})
+        found = mem.recall("grip force parameters", spatial_sort=SORT)
+        assert [m["id"] for m in found["memories"]] == [grip]  # no shared word: its cosine lets it in
+        assert mem.recall("zebra quantum xylophone", spatial_sort=SORT)["memories"] == []
+        assert len(mem.recall("", spatial_sort=SORT)["memories"]) == 3

@@ -57,8 +57,8 @@ class RecallConfig:
     The default empty ``query`` leaves text ranking out: every memory that passes the filters is
     ordered by distance (or newest first without ``spatial_sort``). With a text query and
     ``spatial_sort``, recall returns the nearest among the memories relevant to the query: those
-    containing query words that carry ``bm25_min_coverage`` of its IDF (docs/filters.md); a query
-    no memory matches returns nothing.
+    containing query words that carry ``bm25_min_coverage`` of its IDF, or whose cosine reaches the
+    model's relevance floor (docs/filters.md); a query nothing is relevant to returns nothing.
     """
 
     query: str = ""

@@ -201,7 +201,9 @@ def run_on(
     if plan.spatial is not None and plan.query:
         # Task and place together: the nearest among the memories relevant to the query, not the nearest
         # of all (see ``_relevant``). Every relevant memory competes, not only the ones in the pool.
-        relevant = _relevant(source, words or query_tokens(plan.query), tuning)
+        relevant = _relevant(
+            source, tx, words or query_tokens(plan.query), vector if use_vectors else None, tuning
+        )
         near = _nearest_among(source, plan.spatial, plan.n, relevant)
         pool_ids = [m for m in fused if m in relevant] + [m for m in near if m not in fused]
     elif plan.spatial is not None:
@@ -251,21 +253,32 @@ def run_on(
 # Larger than any store: "every match", for channels asked for all their candidates.
 _ALL = 2**62
 
+# Cosine at or above which a memory counts as relevant to a query (the vector half of the relevance gate
+# of a spatial recall), per embedding model. multilingual-e5-small puts every pair of texts between 0.7
+# and 0.9: on robot memories a query and its answer measured 0.85-0.89, a paraphrase 0.86, while
+# nonsense queries ("zebra quantum xylophone", "asdf qwer") and unrelated ones reached at most 0.79 and
+# related-but-different experiences 0.80-0.83. Models without a measured floor (the hashing test
+# embedder, Ollama, OpenAI-compatible, FastEmbed) leave the gate to the text channel.
+RELEVANCE_FLOORS = {"multilingual-e5-small-q4": 0.84}
 
-def _relevant(source: CandidateSource, words: list[str], tuning: Tuning) -> set[int]:
-    """Return the memories relevant to the query's ``words``: the relevance gate of a spatial recall.
 
-    A memory is relevant when it contains query words carrying ``bm25_min_coverage`` of the query's IDF
-    (the rule the text channel applies beside vectors; a source that cannot weigh words counts any
-    match). The vector channel does not open the gate: cosine always ranks every memory, and under
-    small models unrelated texts score as high as related ones (distinct robot sentences reach 0.93
-    under multilingual-e5-small), so no floor would separate them without a per-model calibration.
-    The gate is therefore the same with or without an embedder (and with ``bm25_weight`` 0), and a
-    query with no searchable word admits nothing.
+def _relevant(
+    source: CandidateSource, tx: StoreTx, words: list[str], vector: VectorQuery | None, tuning: Tuning
+) -> set[int]:
+    """Return the memories relevant to the query: the relevance gate of a spatial recall.
+
+    A memory is relevant when its cosine to the query reaches the model's floor in ``RELEVANCE_FLOORS``,
+    or when it contains query words — beside that vector test, words carrying ``bm25_min_coverage`` of
+    the query's IDF, as the text channel asks beside vectors (a paraphrase shares only incidental
+    words, and the cosine finds it); without it (no embedder, or a model with no floor), any query word.
+    The vector index answers over every stored vector; the callers keep only ids the scope passes.
     """
-    if or_match(words) is None:
-        return set()
-    return set(source.text(words, _ALL, tuning.bm25_min_coverage))
+    floor = RELEVANCE_FLOORS.get(vector.model_id) if vector is not None else None
+    coverage = tuning.bm25_min_coverage if floor is not None else 0.0
+    found = set(source.text(words, _ALL, coverage)) if or_match(words) is not None else set()
+    if vector is not None and floor is not None:
+        found.update(m for m, _ in tx.vectors.most_similar(vector, _ALL, floor))
+    return found
 
 
 def _nearest_among(source: CandidateSource, spatial: SpatialSort, n: int, ids: set[int]) -> dict[int, float]:
