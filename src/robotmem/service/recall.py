@@ -270,8 +270,9 @@ def _relevant(
     A memory is relevant when its cosine to the query reaches the model's floor in ``RELEVANCE_FLOORS``,
     or when it contains query words — beside that vector test, words carrying ``bm25_min_coverage`` of
     the query's IDF, as the text channel asks beside vectors (a paraphrase shares only incidental
-    words, and the cosine finds it); without it (no embedder, or a model with no floor), any query word.
-    The vector index answers over every stored vector; the callers keep only ids the scope passes.
+    words, and the cosine finds it; a source that cannot weigh words counts any match); without it (no
+    embedder, or a model with no floor), any query word. The vector index answers over every stored
+    vector; the callers keep only ids the scope passes.
     """
     floor = RELEVANCE_FLOORS.get(vector.model_id) if vector is not None else None
     coverage = tuning.bm25_min_coverage if floor is not None else 0.0
