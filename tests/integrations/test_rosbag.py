@@ -114,6 +114,13 @@ def test_windows_and_gaps_cut_the_same_episodes(tmp_path: Path, memory: RobotMem
         plan = plans[detail["task"]["episode"]]
         assert detail["spatial"]["object_final"] == pytest.approx(list(plan.object_final))
         assert "success" not in detail["task"]
+    overlapping = import_bag(
+        memory, bag, FULL_MAP, Boundaries(windows=((0.0, 2.0), (1.0, 2.0))), collection="overlap"
+    )
+    wide, late = (memory.get_memory(m)["spatial"] for m in overlapping["memory_ids"])
+    assert wide["object_initial"] == pytest.approx(list(plans[0].object_initial))
+    assert late["object_initial"] == pytest.approx(list(plans[0].object_final))  # the pose at 1.01 s
+    assert wide["object_final"] == late["object_final"]
     for mid in by_window["memory_ids"]:
         detail = memory.get_memory(mid)
         plan = plans[detail["task"]["episode"]]

@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from robotmem.errors import ValidationError
 from robotmem.integrations.episodes import outcome_word, to_json_value
 
 try:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -75,14 +77,24 @@ def read_info(root: Path) -> dict[str, Any]:
     return info
 
 
-def _table(files: Sequence[Path], columns: Sequence[str] | None = None) -> dict[str, list[Any]]:
-    merged: dict[str, list[Any]] = {}
+def _table(files: Sequence[Path], columns: Sequence[str]) -> pa.Table:
+    """Return the named columns (those present) of every file, concatenated."""
+    tables = []
     for file in files:
-        present = pq.read_schema(file).names
-        wanted = None if columns is None else [c for c in columns if c in present]
-        for name, values in pq.read_table(file, columns=wanted).to_pydict().items():
-            merged.setdefault(name, []).extend(values)
-    return merged
+        present = set(pq.read_schema(file).names)
+        tables.append(pq.read_table(file, columns=[c for c in columns if c in present]))
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _matrix(column: pa.ChunkedArray) -> npt.NDArray[np.float64]:
+    """Return a column of numbers or of fixed-size number lists as a 2-d float array, one row per frame."""
+    array = column.combine_chunks()
+    if pa.types.is_fixed_size_list(array.type):
+        width = array.type.list_size
+        return np.asarray(array.flatten().to_numpy(zero_copy_only=False), dtype=np.float64).reshape(-1, width)
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        return np.asarray(array.to_pylist(), dtype=np.float64).reshape(len(array), -1)
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(-1, 1)
 
 
 def read_episodes(
@@ -95,35 +107,34 @@ def read_episodes(
     data_files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
     if not meta_files or not data_files:
         raise ValidationError(f"dataset: {root} lacks meta/episodes/*/*.parquet or data/*/*.parquet")
-    meta = _table(meta_files, ["episode_index", "tasks", "length"])
+    meta = _table(meta_files, ["episode_index", "tasks", "length"]).to_pydict()
     features = info.get("features", {})
     success_col = next((c for c in SUCCESS_COLUMNS if c in features), None)
     reward_col = next((c for c in REWARD_COLUMNS if c in features), None)
     state_col = state_key if state_key in features else None
-    columns = ["episode_index", "index", *(c for c in (state_col, success_col, reward_col) if c)]
-    frames = _table(data_files, columns)
-    order = np.lexsort((np.asarray(frames["index"]), np.asarray(frames["episode_index"])))
-    by_episode = np.asarray(frames["episode_index"])[order]
+    frames = _table(
+        data_files, ["episode_index", "index", *(c for c in (state_col, success_col, reward_col) if c)]
+    )
+    episode_of = frames["episode_index"].to_numpy()
+    order = np.lexsort((frames["index"].to_numpy(), episode_of))
+    by_episode = episode_of[order]
+    state = _matrix(frames[state_col])[order] if state_col else None
+    success = np.asarray(_matrix(frames[success_col])[order].any(axis=1)) if success_col else None
+    reward = _matrix(frames[reward_col])[order].sum(axis=1) if reward_col else None
     episodes = []
     for i, index in enumerate(meta["episode_index"]):
-        rows = order[np.searchsorted(by_episode, index, "left") : np.searchsorted(by_episode, index, "right")]
-        if len(rows) == 0:
+        lo, hi = np.searchsorted(by_episode, index, "left"), np.searchsorted(by_episode, index, "right")
+        if lo == hi:
             raise ValidationError(f"dataset: episode {index} has no frames in data/")
-        state = frames[state_col] if state_col else None
-        success = None
-        if success_col:
-            flags = np.asarray([np.asarray(frames[success_col][r]).any() for r in rows])
-            success = bool(flags.any())
-        ret = float(np.sum([np.sum(frames[reward_col][r]) for r in rows])) if reward_col else None
         episodes.append(
             LeRobotEpisode(
                 index=int(index),
                 tasks=tuple(meta["tasks"][i] or ()),
                 length=int(meta["length"][i]),
-                state_initial=None if state is None else [float(x) for x in np.ravel(state[rows[0]])],
-                state_final=None if state is None else [float(x) for x in np.ravel(state[rows[-1]])],
-                success=success,
-                episode_return=ret,
+                state_initial=None if state is None else state[lo].tolist(),
+                state_final=None if state is None else state[hi - 1].tolist(),
+                success=None if success is None else bool(success[lo:hi].any()),
+                episode_return=None if reward is None else float(reward[lo:hi].sum()),
             )
         )
     return info, episodes

@@ -271,10 +271,12 @@ def read_slices(reader: AnyReader, bag_map: BagMap, windows: Sequence[Window]) -
     if not windows or not connections:
         return slices
     stop = max(w.end_ns for w in windows) + 1
+    longest = max(w.end_ns - w.start_ns for w in windows)
     for connection, stamp, raw in reader.messages(connections=connections, start=min(starts), stop=stop):
-        at = bisect.bisect_right(starts, stamp) - 1
-        # Windows may overlap (explicit ones): a message belongs to every window containing it.
-        hits = [s for s in slices[: at + 1] if s.window.start_ns <= stamp <= s.window.end_ns]
+        # Windows may overlap (explicit ones): a message belongs to every window containing it, and only
+        # windows starting within the longest window's length before it can.
+        first, last = bisect.bisect_left(starts, stamp - longest), bisect.bisect_right(starts, stamp)
+        hits = [s for s in slices[first:last] if stamp <= s.window.end_ns]
         if not hits:
             continue
         message = reader.deserialize(raw, connection.msgtype)
