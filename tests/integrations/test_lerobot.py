@@ -80,7 +80,46 @@ def test_a_directory_that_is_not_a_v3_dataset_is_refused(memory: RobotMemory, tm
     old = tmp_path / "old"
     shutil.copytree(FIXTURE, old)
     info = json.loads((old / "meta" / "info.json").read_text())
-    (old / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v2.1"}))
-    with pytest.raises(ValidationError, match="LeRobot v2.1; robotmem reads v3.x"):
+    (old / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v1.6"}))
+    with pytest.raises(ValidationError, match="LeRobot v1.6; robotmem reads v3.x and v2.x"):
         import_lerobot(memory, old)
+    (old / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v2.1"}))
+    with pytest.raises(ValidationError, match="cannot read the episode metadata"):
+        import_lerobot(memory, old)  # a v3 directory that says v2.1 has no meta/episodes.jsonl
     assert memory.stats() == before
+
+
+def v21_copy(target: Path) -> Path:
+    """The fixture rewritten in the documented v2.1 layout (by this test, not by LeRobot's writer):
+    meta/episodes.jsonl and meta/tasks.jsonl, one frame file per episode."""
+    (target / "meta").mkdir(parents=True)
+    info = json.loads((FIXTURE / "meta" / "info.json").read_text())
+    info.update(
+        codebase_version="v2.1",
+        data_path="data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
+    )
+    (target / "meta" / "info.json").write_text(json.dumps(info))
+    meta = pq.read_table(FIXTURE / "meta" / "episodes" / "chunk-000" / "file-000.parquet").to_pydict()
+    lines = [
+        json.dumps({"episode_index": e, "tasks": t, "length": n})
+        for e, t, n in zip(meta["episode_index"], meta["tasks"], meta["length"], strict=True)
+    ]
+    (target / "meta" / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    frames = pq.read_table(FIXTURE / "data" / "chunk-000" / "file-000.parquet")
+    (target / "data" / "chunk-000").mkdir(parents=True)
+    episode_of = frames["episode_index"].to_pylist()
+    for e in meta["episode_index"]:
+        rows = [r for r, x in enumerate(episode_of) if x == e]
+        pq.write_table(frames.take(rows), target / "data" / "chunk-000" / f"episode_{e:06d}.parquet")
+    return target
+
+
+def test_a_v21_dataset_imports_like_its_v30_original(memory: RobotMemory, tmp_path: Path) -> None:
+    v30 = import_lerobot(memory, FIXTURE, collection="v30")
+    v21 = import_lerobot(memory, v21_copy(tmp_path / "v21"), collection="v21")
+    assert v21["imported"] == v30["imported"] == 10
+    for a, b in zip(v30["memory_ids"], v21["memory_ids"], strict=True):
+        old, new = memory.get_memory(a), memory.get_memory(b)
+        assert (old["content"], old["spatial"], old["task"]) == (new["content"], new["spatial"], new["task"])
+    target = [0.1, 0.1, -0.2, 0.2]
+    assert select_episodes(memory, state=target, n=4, collection="v21") == brute_force(target, 4)

@@ -1,4 +1,4 @@
-"""LeRobot datasets (v3.0 layout) as episodes, and episode selection for retrieval-based fine-tuning.
+"""LeRobot datasets (v3.0 and v2.x layouts) as episodes, and episode selection for retrieval-based fine-tuning.
 
 Needs the extra ``robotmem[lerobot]`` (pyarrow; no torch, no hub access)::
 
@@ -13,7 +13,8 @@ Needs the extra ``robotmem[lerobot]`` (pyarrow; no torch, no hub access)::
 
 The v3.0 layout: ``meta/info.json`` (features, fps, robot type), ``meta/episodes/chunk-*/file-*.parquet``
 (one row per episode: ``episode_index``, ``tasks``, ``length``, ``dataset_from_index`` /
-``dataset_to_index``), ``meta/tasks.parquet``, ``data/chunk-*/file-*.parquet`` (one row per frame).
+``dataset_to_index``), ``meta/tasks.parquet``, ``data/chunk-*/file-*.parquet`` (one row per frame). The v2.x layout has
+``meta/episodes.jsonl`` instead and one frame file per episode (``data/chunk-*/episode_*.parquet``).
 Each episode becomes one memory: the task text as its insight; ``spatial.state_initial`` /
 ``state_final`` (the first and last ``observation.state``); ``task.success`` from a success column
 (``next.success``, ``success`` or ``is_success``: true when any frame succeeds) and ``task.return``
@@ -70,11 +71,24 @@ def read_info(root: Path) -> dict[str, Any]:
         raise ValidationError(f"dataset: {root} has no meta/info.json; expected a LeRobot dataset directory")
     info: dict[str, Any] = json.loads(info_path.read_text(encoding="utf-8"))
     version = str(info.get("codebase_version", ""))
-    if not version.startswith("v3."):
+    if not version.startswith(("v3.", "v2.")):
         raise ValidationError(
-            f"dataset: {root} is LeRobot {version or 'of unknown version'}; robotmem reads v3.x"
+            f"dataset: {root} is LeRobot {version or 'of unknown version'}; robotmem reads v3.x and v2.x"
         )
     return info
+
+
+def _episode_files(root: Path, version: str) -> tuple[dict[str, list[Any]], list[Path]]:
+    """Return the per-episode metadata columns and the frame files of either layout."""
+    if version.startswith("v2."):
+        # v2.x: meta/episodes.jsonl, one parquet file per episode under data/chunk-*/
+        lines = (root / "meta" / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+        meta = {k: [r.get(k) for r in rows] for k in ("episode_index", "tasks", "length")}
+        return meta, sorted((root / "data").glob("chunk-*/episode_*.parquet"))
+    files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
+    meta = _table(files, ["episode_index", "tasks", "length"]).to_pydict() if files else {}
+    return meta, sorted((root / "data").glob("chunk-*/file-*.parquet"))
 
 
 def _table(files: Sequence[Path], columns: Sequence[str]) -> pa.Table:
@@ -103,11 +117,12 @@ def read_episodes(
     """Return ``(info, episodes)`` of the dataset at ``path``, read with pyarrow; raises ``ValidationError``."""
     root = Path(path).expanduser()
     info = read_info(root)
-    meta_files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
-    data_files = sorted((root / "data").glob("chunk-*/file-*.parquet"))
-    if not meta_files or not data_files:
-        raise ValidationError(f"dataset: {root} lacks meta/episodes/*/*.parquet or data/*/*.parquet")
-    meta = _table(meta_files, ["episode_index", "tasks", "length"]).to_pydict()
+    try:
+        meta, data_files = _episode_files(root, str(info["codebase_version"]))
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"dataset: {root}: cannot read the episode metadata: {exc}") from exc
+    if not meta.get("episode_index") or not data_files:
+        raise ValidationError(f"dataset: {root} lacks its episode metadata or data/*/*.parquet frame files")
     features = info.get("features", {})
     success_col = next((c for c in SUCCESS_COLUMNS if c in features), None)
     reward_col = next((c for c in REWARD_COLUMNS if c in features), None)
