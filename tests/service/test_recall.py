@@ -102,3 +102,18 @@ def test_with_the_default_model_a_paraphrase_passes_the_gate_by_cosine(
         assert [m["id"] for m in found["memories"]] == [grip]  # no shared word: its cosine lets it in
         assert mem.recall("zebra quantum xylophone", spatial_sort=SORT)["memories"] == []
         assert len(mem.recall("", spatial_sort=SORT)["memories"]) == 3
+
+
+@pytest.mark.parametrize("mirror", [True, False])
+def test_the_nearest_relevant_are_found_behind_many_nearer_irrelevant_ones(
+    mirror: bool, tmp_path: Path, settings: Settings
+) -> None:
+    with RobotMemory(
+        tmp_path / "m.db", embed_backend="none", settings=settings.replace(recall_mirror=mirror)
+    ) as mem:
+        for i in range(300):
+            mem.learn(f"push trial {i} moved the block", context={"spatial": {"start": [0.01 * i, 0.0]}})
+        for x in (9.0, 7.0, 8.0):
+            mem.learn(f"grasp trial at {x} lifted the mug", context={"spatial": {"start": [x, 0.0]}})
+        found = mem.recall("grasp", n=2, spatial_sort=SORT)["memories"]
+    assert [m["spatial_distance"] for m in found] == [7.0, 8.0]

@@ -278,7 +278,11 @@ def _relevant(
     coverage = tuning.bm25_min_coverage if floor is not None else 0.0
     found = set(source.text(words, _ALL, coverage)) if or_match(words) is not None else set()
     if vector is not None and floor is not None:
-        found.update(m for m, _ in tx.vectors.most_similar(vector, _ALL, floor))
+        # Few memories clear the floor: ask for a short ranked head and widen it only while it fills.
+        first = 256
+        while len(similar := tx.vectors.most_similar(vector, first, floor)) >= first:
+            first *= 4
+        found.update(m for m, _ in similar)
     return found
 
 
@@ -286,7 +290,15 @@ def _nearest_among(source: CandidateSource, spatial: SpatialSort, n: int, ids: s
     """Return id → distance of the ``n`` nearest of ``ids`` with the field, with every tie at the n-th."""
     if not ids:
         return {}
-    near = {m: d for m, d in source.nearest(spatial, _ALL).items() if m in ids}
+    # Ask for the nearest of all and widen until n of ``ids`` are among them (or every point is): the
+    # answer holds every point up to its farthest, so the n nearest of ``ids`` and their ties are in it.
+    ask = max(4 * n, 64)
+    while True:
+        nearest = source.nearest(spatial, ask)
+        near = {m: d for m, d in nearest.items() if m in ids}
+        if len(near) >= n or len(nearest) < ask:
+            break
+        ask *= 4
     if len(near) <= n:
         return near
     nth = sorted(near.values())[n - 1]
