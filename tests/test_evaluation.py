@@ -242,3 +242,35 @@ def test_shipped_eval_set_is_valid_and_large_enough() -> None:
     assert all(1 <= len(query.gold) <= 3 for query in eval_set.queries)
     chinese = sum(query.lang == "zh" for query in eval_set.queries)
     assert len(eval_set.queries) / 4 <= chinese <= len(eval_set.queries) / 2
+
+
+def test_loader_reads_sessions_and_splits(tmp_path: Path) -> None:
+    rows = [
+        {**DOC, "session": "grasp-s0"},
+        {**QUERY, "split": "heldout", "tags": ["parameter"]},
+    ]
+    eval_set = load_eval_set(write_lines(tmp_path, rows))
+    assert eval_set.documents[0].session == "grasp-s0"
+    assert eval_set.queries[0].split == "heldout"
+    with pytest.raises(ValidationError, match=r"line 2: split: expected a non-empty string"):
+        load_eval_set(write_lines(tmp_path, [DOC, {**QUERY, "split": ""}]))
+
+
+EPISODE_FILE = DATA_FILE.with_name("episode_eval.jsonl")
+
+
+@pytest.mark.skipif(not EPISODE_FILE.exists(), reason="episode set not built")
+def test_shipped_episode_set_has_its_logs_types_and_splits() -> None:
+    eval_set = load_eval_set(EPISODE_FILE)
+    assert len(eval_set.queries) >= 300
+    assert len({d.collection for d in eval_set.documents}) >= 10
+    assert {q.split for q in eval_set.queries} == {"tune", "heldout"}
+    types = {tag for q in eval_set.queries for tag in q.tags}
+    assert types == {"paraphrase", "neighbour", "entity", "contradiction", "parameter"}
+    assert {q.lang for q in eval_set.queries} == {"en", "zh"}
+    # A fixed split by log: no log has queries in both parts.
+    split_of: dict[str | None, set[str | None]] = {}
+    for query in eval_set.queries:
+        split_of.setdefault(query.collection, set()).add(query.split)
+    assert all(len(parts) == 1 for parts in split_of.values())
+    assert all(d.session is not None for d in eval_set.documents)

@@ -33,9 +33,11 @@ DocumentType = Literal["fact", "perception"]
 Language = Literal["en", "zh"]
 RecallMode = Literal["any", "all"]
 
-_DOCUMENT_KEYS = frozenset({"kind", "id", "text", "context", "collection", "type", "perception_type", "lang"})
+_DOCUMENT_KEYS = frozenset(
+    {"kind", "id", "text", "context", "collection", "type", "perception_type", "lang", "session"}
+)
 _QUERY_KEYS = frozenset(
-    {"kind", "id", "query", "gold", "context_filter", "spatial_sort", "collection", "lang", "tags"}
+    {"kind", "id", "query", "gold", "context_filter", "spatial_sort", "collection", "lang", "tags", "split"}
 )
 _PERCEPTION_TYPES = frozenset({"visual", "tactile", "auditory", "proprioceptive", "procedural"})
 CROSS_LINGUAL_TAG = "cross_lingual"
@@ -52,6 +54,7 @@ class EvalDocument:
     type: DocumentType = "fact"
     perception_type: str | None = None
     lang: Language = "en"
+    session: str | None = None  # documents with the same label are stored in one session, in file order
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,7 @@ class EvalQuery:
     collection: str | None = None
     lang: Language = "en"
     tags: tuple[str, ...] = ()
+    split: str | None = None  # a fixed part of the set, such as "tune" or "heldout"
 
     @property
     def is_cross_lingual(self) -> bool:
@@ -335,6 +339,7 @@ def _parse_document(raw: Mapping[str, Any], number: int) -> EvalDocument:
         type="perception" if document_type == "perception" else "fact",
         perception_type=perception_type or ("visual" if document_type == "perception" else None),
         lang=_language(raw, text, number),
+        session=_optional_text(raw, "session", number),
     )
 
 
@@ -362,6 +367,7 @@ def _parse_query(raw: Mapping[str, Any], number: int) -> EvalQuery:
         collection=_optional_text(raw, "collection", number),
         lang=_language(raw, text, number),
         tags=tuple(tags),
+        split=_optional_text(raw, "split", number),
     )
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from robotmem import RobotMemory
 from robotmem.adapters.cli import main
-from robotmem.adapters.cli.evaluate import evaluate, settings_for_mode
+from robotmem.adapters.cli.evaluate import evaluate, load_documents, settings_for_mode, splits
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
-from robotmem.evaluation import load_eval_set
+from robotmem.evaluation import load_eval_set, parse_eval_lines
 
 LINES = [
     {
@@ -133,3 +134,31 @@ def test_cli_eval_reports_an_invalid_file(
 def test_unknown_mode_is_a_validation_error() -> None:
     with pytest.raises(ValidationError, match="mode"):
         settings_for_mode(Settings(), "sparse")
+
+
+def test_documents_of_one_session_label_share_a_session(tmp_path: Path) -> None:
+    rows = [
+        {
+            "kind": "document",
+            "id": f"d{i}",
+            "text": f"Episode {i // 2} step {i}: arm moved",
+            "session": f"s{i // 2}",
+        }
+        for i in range(4)
+    ] + [
+        {
+            "kind": "query",
+            "id": "q1",
+            "query": "arm moved",
+            "gold": ["d1"],
+            "split": "tune",
+            "tags": ["entity"],
+        },
+    ]
+    eval_set = parse_eval_lines(json.dumps(row) for row in rows)
+    with RobotMemory(tmp_path / "eval.db", embed_backend="none") as mem:
+        loaded = load_documents(mem, eval_set)
+        sessions = [mem.get_memory(loaded.memory_of[f"d{i}"])["session_id"] for i in range(4)]
+    assert sessions[0] == sessions[1] != sessions[2] == sessions[3]
+    assert sessions[0] is not None
+    assert splits(eval_set)["split:tune/entity"] == {"q1"}

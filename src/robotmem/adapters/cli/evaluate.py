@@ -128,17 +128,30 @@ def load_documents(mem: RobotMemory, eval_set: EvalSet) -> LoadedSet:
         embedder.prime([d.text for d in eval_set.documents], is_query=False)
         embedder.prime([q.query for q in eval_set.queries], is_query=True)
     loaded = LoadedSet(memory_of={}, document_of={}, keep_collections=keep)
+    sessions: dict[tuple[str | None, str], str] = {}
     for document in eval_set.documents:
         collection = document.collection if keep else SHARED_COLLECTION
+        session_id = None
+        if document.session is not None:
+            key = (collection, document.session)
+            if key not in sessions:
+                sessions[key] = mem.start_session(collection=collection)["session_id"]
+            session_id = sessions[key]
         if document.type == "perception":
             stored = mem.save_perception(
                 description=document.text,
                 perception_type=document.perception_type or "visual",
                 collection=collection,
+                session_id=session_id,
             )
             memory_id = int(stored["memory_id"])
         else:
-            learned = mem.learn(insight=document.text, context=dict(document.context), collection=collection)
+            learned = mem.learn(
+                insight=document.text,
+                context=dict(document.context),
+                collection=collection,
+                session_id=session_id,
+            )
             if learned["status"] == "duplicate":
                 loaded.duplicates.append(document.id)
                 memory_id = int(learned["existing_id"])
@@ -173,12 +186,16 @@ def run_queries(
 
 
 def splits(eval_set: EvalSet) -> dict[str, set[str]]:
-    """Return split name → query ids: every query, each language, and each tag."""
+    """Return split name → query ids: every query, each language, each tag, each split and each tag within a split."""
     out: dict[str, set[str]] = {"all": {q.id for q in eval_set.queries}}
     for query in eval_set.queries:
         out.setdefault(f"lang:{query.lang}", set()).add(query.id)
         for tag in query.tags:
             out.setdefault(f"tag:{tag}", set()).add(query.id)
+        if query.split is not None:
+            out.setdefault(f"split:{query.split}", set()).add(query.id)
+            for tag in query.tags:
+                out.setdefault(f"split:{query.split}/{tag}", set()).add(query.id)
     return out
 
 
