@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import robotmem
 from robotmem import ValidationError
 from robotmem.config import Settings, load_settings
-from robotmem.ranking import fuse_rrf, normalize_scores
+from robotmem.ranking import add_episode_scores, fuse_rrf, fuse_scores, normalize_scores, spread_to_neighbours
 from robotmem.spatial import coordinates_at, distance, parse_spatial_sort
 from robotmem.vectors import VectorIndex, decode_vector, encode_vector
 
@@ -125,3 +125,35 @@ def test_public_api_is_sorted_and_complete() -> None:
     }
     modules = {name for name in public if type(getattr(robotmem, name)).__name__ == "module"}
     assert public - modules == set(robotmem.__all__) - {"__version__"}
+
+
+def test_score_fusion_normalises_each_channel_and_weights_them() -> None:
+    text = [(1, 12.0), (2, 6.0), (3, 0.0)]
+    vector = [(3, 0.9), (4, 0.5)]
+    minmax = fuse_scores([text, vector], method="minmax", weights=[1.0, 2.0])
+    # min-max: text 1 → 1, 2 → 0.5, 3 → 0; vector 3 → 1, 4 → 0; missing → 0; then lifted by 1 % of the range.
+    raw = {1: 1.0, 2: 0.5, 3: 2.0, 4: 0.0}
+    assert list(minmax) == [1, 2, 3, 4]
+    assert minmax == pytest.approx({m: v + 0.02 for m, v in raw.items()})
+    z = fuse_scores([text, vector], method="zscore")
+    # z-scores: text (12, 6, 0) → (1.2247, 0, -1.2247); vector (0.9, 0.5) → (1, -1); a missing id gets the floor.
+    raw_z = {1: 1.2247 - 1, 2: 0 - 1, 3: -1.2247 + 1, 4: -1.2247 - 1}
+    low = min(raw_z.values())
+    spread = max(raw_z.values()) - low
+    assert z == pytest.approx({m: v - low + 0.01 * spread for m, v in raw_z.items()}, abs=1e-3)
+    assert min(z.values()) > 0
+    assert fuse_scores([[(5, 3.0)]], method="zscore") == {5: 1.0}
+    with pytest.raises(ValueError, match="method"):
+        fuse_scores([text], method="rank")
+
+
+def test_episode_structure_spreads_to_neighbours_and_adds_the_episode_best() -> None:
+    episodes = [[1, 2, 3, 4], [7, 8]]
+    spread = spread_to_neighbours({2: 1.0, 8: 0.4}, episodes, share=0.5)
+    assert spread == pytest.approx({2: 1.0, 1: 0.5, 3: 0.5, 8: 0.4, 7: 0.2})
+    assert spread_to_neighbours({2: 1.0}, episodes, share=0.0) == {2: 1.0}
+    assert spread_to_neighbours({2: 1.0}, episodes, share=1.0, span=2) == pytest.approx(
+        {2: 1.0, 1: 1.0, 3: 1.0, 4: 1.0}
+    )
+    raised = add_episode_scores({1: 0.2, 2: 1.0, 8: 0.4, 9: 0.3}, episodes, share=0.1)
+    assert raised == pytest.approx({1: 0.3, 2: 1.1, 8: 0.44, 9: 0.3})

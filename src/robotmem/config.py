@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
 
 CONFIG_FILE_NAME = "config.toml"
+FUSION_METHODS = ("rrf", "zscore", "minmax")
 EMBED_BACKENDS = ("auto", "bundled", "onnx", "ollama", "openai", "hash", "none")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -55,6 +56,22 @@ class Settings:
     # Recall from the in-process mirror (docs/architecture.md); false = every channel queries SQLite
     # (no build time or memory — about 190 MB at 100k memories — but 5-10x slower recall).
     recall_mirror: bool = True
+    # Recall quality knobs (docs/benchmarks.md, "Ranking techniques"): chosen on the tuning split of
+    # the episode set, confirmed on its held-out split and on the robot set.
+    fusion: str = "minmax"  # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
+    bm25_k1: float = 0.6  # BM25 term-frequency saturation (FTS5's own bm25() uses 1.2)
+    bm25_b: float = 0.1  # BM25 length normalisation (FTS5: 0.75); short lessons want little
+    query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
+    neighbour_share: float = 0.25  # a memory gains this share of its episode neighbours' scores
+    episode_share: float = 0.1  # a memory gains this share of its episode's best score
+    context_boost: float = 0.5  # gain (× best score) for carrying context values the query names
+    # Optional cross-encoder reranking of recall's best candidates over HTTP (POST {rerank_url}/rerank);
+    # "" = off. On a failure or timeout recall keeps its own order.
+    rerank_url: str = ""
+    rerank_model: str = ""
+    rerank_api_key: str = ""
+    rerank_timeout_s: float = 2.0
+    rerank_depth: int = 20  # candidates sent to the reranker
     # Dedup, consolidation and decay
     dedup_jaccard: float = 0.70
     dedup_cosine: float = 0.985
@@ -151,6 +168,12 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "dedup_cosine": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
     "consolidation_jaccard": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
     "decay_rate": (0.0, 1.0, "0..1"),
+    "rerank_timeout_s": (0.001, 600.0, "0.001..600 seconds"),
+    "bm25_k1": (0.0, 10.0, "0..10"),
+    "bm25_b": (0.0, 1.0, "0..1"),
+    "neighbour_share": (0.0, 10.0, "0..10"),
+    "episode_share": (0.0, 10.0, "0..10"),
+    "context_boost": (0.0, 10.0, "0..10"),
 }
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "embed_dim": (0, 65536),
@@ -169,8 +192,10 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "write_retries": (0, 1000),
     "web_connection_limit": (1, 100_000),
     "web_channel_timeout_s": (1, 86_400),
+    "rerank_depth": (1, 100),
 }
 _URL_SETTINGS = ("ollama_url", "openai_base_url")
+_OPTIONAL_URL_SETTINGS = ("rerank_url",)  # empty = off
 
 
 class SettingRangeError(ValidationError):
@@ -204,14 +229,16 @@ def check_ranges(settings: Settings) -> None:
         raise _out_of_range(
             "collection", name, "1..200 printable characters without surrounding spaces or line breaks"
         )
-    for key in _URL_SETTINGS:
+    for key in _URL_SETTINGS + _OPTIONAL_URL_SETTINGS:
         url = getattr(settings, key)
+        if key in _OPTIONAL_URL_SETTINGS and not url:
+            continue
         if not url.startswith(("http://", "https://")) or not url.isprintable() or " " in url:
             raise _out_of_range(key, url, "an http:// or https:// URL")
-    for key in ("web_token", "openai_api_key", "embed_model", "onnx_model_dir"):
+    for key in ("web_token", "openai_api_key", "embed_model", "onnx_model_dir", "rerank_model", "rerank_api_key"):
         value = getattr(settings, key)
         if value != value.strip() or not value.isprintable():
-            secret = key in ("web_token", "openai_api_key")
+            secret = key in ("web_token", "openai_api_key", "rerank_api_key")
             raise SettingRangeError(
                 key,
                 "(hidden)" if secret else repr(value),
@@ -237,6 +264,10 @@ def _checked(settings: Settings) -> Settings:
     check_ranges(settings)
     if settings.embed_backend not in EMBED_BACKENDS:
         raise _out_of_range("embed_backend", settings.embed_backend, f"one of {', '.join(EMBED_BACKENDS)}")
+    if settings.fusion not in FUSION_METHODS:
+        raise _out_of_range("fusion", settings.fusion, f"one of {', '.join(FUSION_METHODS)}")
+    if settings.query_stopwords not in ("basic", "extended"):
+        raise _out_of_range("query_stopwords", settings.query_stopwords, "basic or extended")
     if not 1 <= settings.top_k <= settings.max_n:
         raise _out_of_range("top_k", settings.top_k, f"an integer within 1..max_n ({settings.max_n})")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):

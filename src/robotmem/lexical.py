@@ -218,13 +218,16 @@ class LexicalIndex:
             freqs = np.concatenate([freqs, np.fromiter(extra.values(), dtype=np.float64, count=len(extra))])
         return docs, freqs
 
-    def score(self, phrases: Sequence[str], min_coverage: float = 0.0) -> tuple[FloatArray, BoolArray]:
+    def score(
+        self, phrases: Sequence[str], min_coverage: float = 0.0, k1: float = K1, b: float = B
+    ) -> tuple[FloatArray, BoolArray]:
         """Return ``(scores, matched)`` over document ids for the OR of the single-term ``phrases``.
 
         ``scores[d]`` is FTS5's ``-bm25()`` of document ``d``; ``matched[d]`` says whether ``d``
         contains any phrase (only matched documents are ranked by FTS5) and, when ``min_coverage``
         is above 0, whether the IDFs of the phrases it contains add up to that share of the IDFs of
-        all phrases (a phrase no document holds counts with the IDF of a word in none).
+        all phrases (a phrase no document holds counts with the IDF of a word in none). ``k1`` and ``b``
+        other than FTS5's 1.2 and 0.75 score with the same formula and those constants.
         """
         size = len(self._length)
         scores = np.zeros(size, dtype=np.float64)
@@ -244,8 +247,8 @@ class LexicalIndex:
             mass += idf
             if freqs is None or len(docs) == 0:
                 continue
-            norm = K1 * (1.0 - B + B * self._length[docs] / average)
-            scores += np.bincount(docs, weights=idf * freqs * (K1 + 1.0) / (freqs + norm), minlength=size)
+            norm = k1 * (1.0 - b + b * self._length[docs] / average)
+            scores += np.bincount(docs, weights=idf * freqs * (k1 + 1.0) / (freqs + norm), minlength=size)
             matched[docs] = True
             if covered is not None:
                 covered[docs] += idf

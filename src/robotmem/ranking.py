@@ -32,3 +32,93 @@ def normalize_scores(scores: Mapping[int, float]) -> dict[int, float]:
     if best <= 0:
         return {key: 0.0 for key in scores}
     return {key: value / best for key, value in scores.items()}
+
+
+FUSION_METHODS = ("rrf", "zscore", "minmax")
+
+
+def fuse_scores(
+    channels: Sequence[Sequence[tuple[int, float]]], *, method: str, weights: Sequence[float] | None = None
+) -> dict[int, float]:
+    """Combine scored id lists (best first, higher score better) by normalised, weighted scores.
+
+    ``method="zscore"``: each channel's scores become (s − mean) / std over the ids it returned;
+    ``method="minmax"``: (s − min) / (max − min). A channel with one id, or equal scores, gives each of
+    them 1.0. An id a channel did not return counts as that channel's lowest normalised score (0 for
+    min-max). The weighted sums are shifted so the lowest in the pool is a small positive number (later
+    steps multiply and divide scores). Returns id → score in first-seen order.
+    """
+    if method not in ("zscore", "minmax"):
+        raise ValueError(f"method: expected zscore or minmax, got {method!r}")
+    if weights is None:
+        weights = [1.0] * len(channels)
+    if len(weights) != len(channels):
+        raise ValueError("one weight per channel is required")
+    normalised: list[tuple[dict[int, float], float, float]] = []
+    for channel in channels:
+        values = [score for _, score in channel]
+        if not values:
+            normalised.append(({}, 0.0, 0.0))
+            continue
+        if method == "zscore":
+            mean = sum(values) / len(values)
+            spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+            scaled = {m: (s - mean) / spread if spread > 0 else 1.0 for m, s in channel}
+            floor = min(scaled.values())
+        else:
+            low, high = min(values), max(values)
+            scaled = {m: (s - low) / (high - low) if high > low else 1.0 for m, s in channel}
+            floor = 0.0
+        normalised.append((scaled, floor, 1.0))
+    pool: dict[int, None] = {}
+    for channel in channels:
+        for memory_id, _ in channel:
+            pool.setdefault(memory_id, None)
+    fused = {
+        m: sum(w * scaled.get(m, floor) for (scaled, floor, _), w in zip(normalised, weights, strict=True))
+        for m in pool
+    }
+    if not fused:
+        return {}
+    low, high = min(fused.values()), max(fused.values())
+    lift = 0.01 * (high - low) if high > low else 1.0
+    return {m: s - low + lift for m, s in fused.items()}
+
+
+def spread_to_neighbours(
+    scores: Mapping[int, float], episodes: Sequence[Sequence[int]], share: float, span: int = 1
+) -> dict[int, float]:
+    """Return ``scores`` where each memory gains ``share`` × the scores of its episode neighbours.
+
+    ``episodes`` lists the memories of each episode in order; the neighbours of a memory are those within
+    ``span`` positions of it. A neighbour outside ``scores`` joins with what it gains. Gains are computed
+    from the scores given, not from scores already raised.
+    """
+    out = dict(scores)
+    if share <= 0:
+        return out
+    for members in episodes:
+        for position, memory_id in enumerate(members):
+            gained = sum(
+                scores.get(members[other], 0.0)
+                for other in range(max(0, position - span), min(len(members), position + span + 1))
+                if other != position
+            )
+            if gained > 0:
+                out[memory_id] = out.get(memory_id, 0.0) + share * gained
+    return out
+
+
+def add_episode_scores(
+    scores: Mapping[int, float], episodes: Sequence[Sequence[int]], share: float
+) -> dict[int, float]:
+    """Return ``scores`` where each scored memory of an episode gains ``share`` × its episode's best score."""
+    out = dict(scores)
+    if share <= 0:
+        return out
+    for members in episodes:
+        best = max((scores.get(m, 0.0) for m in members), default=0.0)
+        for memory_id in members:
+            if memory_id in out:
+                out[memory_id] += share * best
+    return out

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from robotmem.config import Settings
 from robotmem.embedders import Embedder, create_embedder
+from robotmem.embedders.rerank import HttpReranker
 from robotmem.errors import EmbeddingError
 from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
 from robotmem.validation import parse_name
@@ -52,6 +53,8 @@ class Engine:
         # The session most recently started through this engine and not yet ended: writes without a
         # session_id join it.
         self.current_session: str | None = None
+        self._reranker: HttpReranker | None = None
+        self._reranker_key: tuple[str, str, str, float] | None = None
 
     def now(self) -> str:
         """Return the clock's time as stored text."""
@@ -63,6 +66,22 @@ class Engine:
         if self._embedder is None:
             self._embedder = create_embedder(self.settings)
         return self._embedder
+
+    @property
+    def reranker(self) -> HttpReranker | None:
+        """The reranker of the settings (``rerank_url``), or None when reranking is off."""
+        s = self.settings
+        if not s.rerank_url:
+            return None
+        key = (s.rerank_url, s.rerank_model, s.rerank_api_key, s.rerank_timeout_s)
+        if self._reranker is None or key != self._reranker_key:
+            if self._reranker is not None:
+                self._reranker.close()
+            self._reranker = HttpReranker(
+                s.rerank_url, model=s.rerank_model, timeout_s=s.rerank_timeout_s, api_key=s.rerank_api_key
+            )
+            self._reranker_key = key
+        return self._reranker
 
     def read(self, work: Callable[[StoreTx], T]) -> T:
         """Run ``work`` on one snapshot of the store."""
@@ -139,5 +158,7 @@ class Engine:
         self.store.warm_up(*(model if model is not None else (None, None)))
 
     def close(self) -> None:
-        """Close the store (queued access counts are written first)."""
+        """Close the store (queued access counts are written first) and the reranker's connections."""
+        if self._reranker is not None:
+            self._reranker.close()
         self.store.close()

@@ -2,8 +2,10 @@
 
     scope (collection, confidence, session, filter) ─→ the store's CandidateSource
     query ─→ text channel (BM25) ─┐
-          └→ vector channel ──────┴→ RRF fusion → real-world boost
+          └→ vector channel ──────┴→ fusion → episode structure → named values (service.scoring)
+                                    → real-world boost
     spatial_sort ─→ nearest memories join the pool ─→ order (distance | relevance | time) → top n → normalise
+    optional reranker (service.rerank) ─→ the best rerank_depth reordered by a cross-encoder → top n
 
 Filters apply inside every channel, before any limit, so a limit never hides a memory that passes them.
 The store decides how a channel runs (``robotmem.store.protocol.CandidateSource``); this module decides
@@ -12,20 +14,22 @@ what is asked and how the answers combine.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from robotmem.errors import ValidationError
 from robotmem.filters import Node, parse_filter
-from robotmem.ranking import fuse_rrf
 from robotmem.records import Hit, Memory
 from robotmem.results import RecallHit, RecallResult
 from robotmem.serialize import hit_to_dict
+from robotmem.service import rerank as reranking
 from robotmem.service.engine import Engine
+from robotmem.service.scoring import Scoring, bm25_words, score_candidates
 from robotmem.spatial import SpatialSort, parse_spatial_sort
 from robotmem.store.protocol import CandidateSource, RecallScope, StoreTx, VectorQuery
-from robotmem.text import or_match, query_tokens
+from robotmem.text import or_match
 from robotmem.validation import RecallInput, parse_name, parse_text, validate_input
 
 MAX_QUERY_CHARS = 4000
@@ -68,6 +72,26 @@ class Tuning:
     vector_weight: float = 1.0
     real_world_boost: float = 1.5
     bm25_min_coverage: float = 0.0
+    fusion: str = "rrf"
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    query_stopwords: str = "basic"
+    neighbour_share: float = 0.0
+    episode_share: float = 0.0
+    context_boost: float = 0.0
+
+    @property
+    def scoring(self) -> Scoring:
+        """The knobs of ``service.scoring``."""
+        return Scoring(
+            fusion=self.fusion,
+            rrf_k=self.rrf_k,
+            bm25_weight=self.bm25_weight,
+            vector_weight=self.vector_weight,
+            neighbour_share=self.neighbour_share,
+            episode_share=self.episode_share,
+            context_boost=self.context_boost,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +179,13 @@ def tuning(engine: Engine) -> Tuning:
         vector_weight=s.vector_weight,
         real_world_boost=s.real_world_boost,
         bm25_min_coverage=s.bm25_min_coverage,
+        fusion=s.fusion,
+        bm25_k1=s.bm25_k1,
+        bm25_b=s.bm25_b,
+        query_stopwords=s.query_stopwords,
+        neighbour_share=s.neighbour_share,
+        episode_share=s.episode_share,
+        context_boost=s.context_boost,
     )
 
 
@@ -162,7 +193,13 @@ def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
     """Embed the query, run the pipeline on one snapshot, and count an access for every hit."""
     vector = engine.embed(plan.query, is_query=True) if plan.query else None
     knobs = tuning(engine)
-    outcome = engine.read(lambda tx: run(tx, plan, knobs, vector))
+    reranker = engine.reranker
+    if reranker is not None and reranking.applies(reranker, plan.query, plan.order, plan.spatial):
+        wide = dataclasses.replace(plan, n=max(plan.n, engine.settings.rerank_depth))
+        outcome = engine.read(lambda tx: run(tx, wide, knobs, vector))
+        outcome = RecallOutcome(reranking.rerank(reranker, plan.query, outcome.hits, plan.n), outcome.mode)
+    else:
+        outcome = engine.read(lambda tx: run(tx, plan, knobs, vector))
     if outcome.hits:
         engine.store.record_access(hit.memory.id for hit in outcome.hits)
     return outcome
@@ -179,19 +216,19 @@ def run_on(
     """``run`` over a given candidate source (tests compare the sources of one store this way)."""
     depth = max(tuning.depth, plan.n)
     # A channel weighted 0 cannot change the order, so it does not run (and ``mode`` says so).
-    words = query_tokens(plan.query) if plan.query and tuning.bm25_weight > 0 else []
+    words = bm25_words(plan.query, tuning.query_stopwords) if plan.query and tuning.bm25_weight > 0 else []
     has_words = or_match(words) is not None
     use_vectors = bool(plan.query) and vector is not None and tuning.vector_weight > 0
     mode = _mode(plan.query, has_words, use_vectors)
     # Beside the vector channel, a match on incidental words only (a paraphrase shares none of the rare
     # ones) is left out: it would push the vector channel's answer down.
     coverage = tuning.bm25_min_coverage if use_vectors else 0.0
-    text_ranked = source.text(words, depth, coverage) if has_words else []
-    vector_ranked = source.vectors(vector, depth) if use_vectors and vector is not None else []
-    fused = fuse_rrf(
-        [text_ranked, vector_ranked], k=tuning.rrf_k, weights=[tuning.bm25_weight, tuning.vector_weight]
+    text_scored = (
+        source.text_scored(words, depth, coverage, tuning.bm25_k1, tuning.bm25_b) if has_words else []
     )
-    in_text, in_vector = set(text_ranked), set(vector_ranked)
+    vector_scored = source.vectors_scored(vector, depth) if use_vectors and vector is not None else []
+    fused = score_candidates(source, plan.query, text_scored, vector_scored, tuning.scoring)
+    in_text, in_vector = {m for m, _ in text_scored}, {m for m, _ in vector_scored}
     channels = {
         m: frozenset(name for name, members in (("text", in_text), ("vector", in_vector)) if m in members)
         for m in fused

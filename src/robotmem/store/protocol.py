@@ -68,8 +68,31 @@ class CandidateSource(Protocol):
         """
         ...
 
+    def text_scored(
+        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
+    ) -> list[tuple[int, float]]:
+        """``text`` with each id's BM25 score (higher is better).
+
+        ``k1`` and ``b`` are the BM25 constants; an engine whose constants are fixed (FTS5: 1.2, 0.75)
+        may ignore them.
+        """
+        ...
+
     def vectors(self, query: VectorQuery, depth: int) -> list[int]:
         """Return up to ``depth`` ids by cosine similarity to ``query``, most similar first."""
+        ...
+
+    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        """``vectors`` with each id's cosine similarity."""
+        ...
+
+    def episodes(self, ids: Iterable[int]) -> list[list[int]]:
+        """Return, for each session holding one of ``ids``, the ids of that session in ``created_at``
+        order (ties by id), sessions in order of their smallest id."""
+        ...
+
+    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Return id → parsed context of the existing ids among ``ids``."""
         ...
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from robotmem import lexical
 from robotmem.filters import to_sql
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.protocol import RecallScope, VectorQuery
@@ -44,11 +45,16 @@ def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
 
 def top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
     """Return up to ``depth`` of ``ids`` by score, best first (ties by smaller id)."""
+    return [m for m, _ in top_scored(ids, scores, depth)]
+
+
+def top_scored(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    """``top`` with each id's score."""
     if len(ids) > depth:
         head = np.argpartition(-scores, depth - 1)[:depth]
         ids, scores = ids[head], scores[head]
     order = np.lexsort((ids, -scores))
-    return [int(m) for m in ids[order]]
+    return [(int(m), float(v)) for m, v in zip(ids[order], scores[order], strict=True)]
 
 
 def allowed_among(ids: np.ndarray, allowed: BoolArray) -> BoolArray:
@@ -78,15 +84,33 @@ class SqlCandidates:
         return index
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
+        return [m for m, _ in self.text_scored(words, depth, min_coverage)]
+
+    def text_scored(
+        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
+    ) -> list[tuple[int, float]]:
         match = or_match(words)
         if match is None:
             return []
-        return [m for m, _ in search.search_fts(self._conn, match, self.where, self.params, depth)]
+        if (k1, b) != (lexical.K1, lexical.B) or min_coverage > 0:
+            # FTS5's bm25() has its constants built in and knows no coverage: score its matches here.
+            scored = search.bm25_matches(self._conn, words, self.where, self.params, k1, b, min_coverage)
+            if scored is not None:
+                ids = np.fromiter(scored, dtype=np.int64, count=len(scored))
+                return top_scored(
+                    ids, np.fromiter(scored.values(), dtype=np.float64, count=len(scored)), depth
+                )
+        return [
+            (m, -rank) for m, rank in search.search_fts(self._conn, match, self.where, self.params, depth)
+        ]
 
     def vectors(self, query: VectorQuery, depth: int) -> list[int]:
+        return [m for m, _ in self.vectors_scored(query, depth)]
+
+    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
         ids, scores = self._index(query).index.similarities(query.vector)
         total = len(ids)
-        found: list[int] = []
+        found: list[tuple[int, float]] = []
         checked, size = 0, max(2 * depth, 64)
         remaining = scores.astype(np.float32, copy=True)
         while checked < total and len(found) < depth:
@@ -101,7 +125,7 @@ class SqlCandidates:
             remaining[head] = -np.inf
             chunk = [int(m) for m in ids[head]]
             allowed = search.passing(self._conn, chunk, self.where, self.params)
-            found.extend(m for m in chunk if m in allowed)
+            found.extend((m, float(v)) for m, v in zip(chunk, scores[head], strict=True) if m in allowed)
             checked += len(chunk)
             # Size the next block from the share of rows that passed so far (at most four times what was
             # checked, as a small sample misjudges a selective filter).
@@ -130,6 +154,12 @@ class SqlCandidates:
     def real_world(self, ids: Iterable[int]) -> set[int]:
         return search.real_world(self._conn, list(ids))
 
+    def episodes(self, ids: Iterable[int]) -> list[list[int]]:
+        return search.session_members(self._conn, list(ids), self.where, self.params)
+
+    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        return search.contexts(self._conn, list(ids))
+
 
 class MirrorCandidates(SqlCandidates):
     """The channels from the recall mirror's mask and postings; SQL only for time order and FTS5's odd tokens."""
@@ -153,19 +183,21 @@ class MirrorCandidates(SqlCandidates):
             filter=scope.filter,
         )
 
-    def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
-        scored = self._mirror.bm25(words, min_coverage) if words else None
+    def text_scored(
+        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
+    ) -> list[tuple[int, float]]:
+        scored = self._mirror.bm25(words, min_coverage, k1, b) if words else None
         if scored is None:  # a token FTS5 splits into several terms: FTS5 answers
-            return super().text(words, depth, min_coverage)
+            return super().text_scored(words, depth, min_coverage)
         scores, matched = scored
         size = min(len(matched), len(self.allowed))
         ids = np.flatnonzero(matched[:size] & self.allowed[:size])
-        return top(ids, scores[ids], depth)
+        return top_scored(ids, scores[ids], depth)
 
-    def vectors(self, query: VectorQuery, depth: int) -> list[int]:
+    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
         ids, scores = self._index(query).index.similarities(query.vector)
         rows = np.flatnonzero(allowed_among(ids, self.allowed))
-        return top(ids[rows], scores[rows], depth)
+        return top_scored(ids[rows], scores[rows], depth)
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
         ids, far = self._mirror.distances(self._conn, spatial.path, spatial.target)

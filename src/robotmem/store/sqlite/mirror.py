@@ -143,6 +143,18 @@ class Stemmer:
         self._conn.close()
 
 
+_SHARED: list[Stemmer] = []
+_SHARED_GUARD = threading.Lock()
+
+
+def shared_stemmer() -> Stemmer:
+    """Return the process's one ``Stemmer`` for code that has no mirror (BM25 scored on SQL matches)."""
+    with _SHARED_GUARD:
+        if not _SHARED:
+            _SHARED.append(Stemmer())
+        return _SHARED[0]
+
+
 class RecallMirror:
     """Record columns, cached condition masks and BM25 postings of one database, by memory id."""
 
@@ -510,7 +522,9 @@ class RecallMirror:
         with self._lock:
             return {m for m in ids if 0 <= m < self.capacity and self._real[m]}
 
-    def bm25(self, tokens: Sequence[str], min_coverage: float = 0.0) -> tuple[FloatArray, BoolArray] | None:
+    def bm25(
+        self, tokens: Sequence[str], min_coverage: float = 0.0, k1: float = 1.2, b: float = 0.75
+    ) -> tuple[FloatArray, BoolArray] | None:
         """Return FTS5 BM25 ``(scores, matched)`` by id for the OR of the quoted ``tokens``.
 
         None when a token is not one FTS5 term (FTS5 would treat it as a phrase): use FTS5 then.
@@ -519,7 +533,7 @@ class RecallMirror:
             terms = self._stemmer.terms(tokens)
             if any(len(terms[t]) != 1 for t in tokens):
                 return None
-            return self.lexical.score([terms[t][0] for t in tokens], min_coverage)
+            return self.lexical.score([terms[t][0] for t in tokens], min_coverage, k1, b)
 
     def close(self) -> None:
         self._stemmer.close()

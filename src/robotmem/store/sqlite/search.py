@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from robotmem.filters import json_path
-from robotmem.text import fts_query, word_set
+from robotmem.text import fts_query, or_match, word_set
 
 # Words of plain ASCII letters, digits, '_' and '.' give the same FTS tokens alone as inside a sentence
 # (CJK segmentation may differ), so only they are used as probe words.
@@ -95,6 +95,114 @@ def real_world(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
             "AND json_extract(m.context, '$.env.sim_or_real') = 'real'"
         )
         found.update(int(r[0]) for r in conn.execute(sql, keyed))
+    return found
+
+
+def _varint(blob: bytes) -> int:
+    """Return the first SQLite varint of ``blob`` (FTS5 writes a row's token count so)."""
+    value = 0
+    for i, byte in enumerate(blob[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
+def bm25_matches(
+    conn: sqlite3.Connection,
+    words: Sequence[str],
+    predicate: str,
+    params: dict[str, Any],
+    k1: float,
+    b: float,
+    min_coverage: float,
+) -> dict[int, float] | None:
+    """Return id → BM25 with constants ``k1`` and ``b`` of every row passing ``predicate`` that matches a word.
+
+    The same formula and statistics as FTS5's ``bm25()`` and ``lexical.LexicalIndex`` (rows, their token
+    counts and each word's document count over the whole index), with ``min_coverage`` as there. Returns
+    None when a word is not one FTS5 term (FTS5 would search it as a phrase).
+    """
+    from robotmem.store.sqlite.mirror import shared_stemmer  # the mirror module imports this one
+
+    stemmer = shared_stemmer()
+    terms = stemmer.terms(words)
+    if any(len(terms[w]) != 1 for w in words):
+        return None
+    sizes = conn.execute("SELECT sz FROM memories_fts_docsize").fetchall()
+    rows = float(len(sizes))
+    if rows == 0:
+        return {}
+    average = sum(_varint(bytes(sz)) for (sz,) in sizes) / rows
+    idfs: list[float] = []
+    for word in words:
+        hits = float(
+            conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH :q", {"q": or_match([word])}
+            ).fetchone()[0]
+        )
+        idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+        idfs.append(idf if idf > 0 else 1e-6)
+    wanted = [terms[w][0] for w in words]
+    sql = (
+        "SELECT m.id, memories_fts.body FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+        f"WHERE memories_fts MATCH :fts_match AND {predicate}"
+    )
+    found: dict[int, float] = {}
+    mass = sum(idfs)
+    for memory_id, body in conn.execute(sql, {**params, "fts_match": or_match(words)}):
+        tokens = (body or "").split()
+        by_token = stemmer.terms(tokens)
+        doc_terms = [term for token in tokens for term in by_token[token]]
+        length = float(len(doc_terms))
+        score, covered = 0.0, 0.0
+        for term, idf in zip(wanted, idfs, strict=True):
+            freq = float(doc_terms.count(term))
+            if freq > 0:
+                score += idf * freq * (k1 + 1.0) / (freq + k1 * (1.0 - b + b * length / average))
+                covered += idf
+        if covered > 0 and (min_coverage <= 0 or covered >= min_coverage * mass - 1e-12):
+            found[int(memory_id)] = score
+    return found
+
+
+def session_members(
+    conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params: dict[str, Any]
+) -> list[list[int]]:
+    """Return the ids passing ``predicate`` of each session holding one of ``ids``, each in time order.
+
+    Sessions come in order of their smallest id; memories without a session belong to none.
+    """
+    sessions: set[str] = set()
+    for marks, keyed in id_chunks(ids):
+        sql = f"SELECT DISTINCT session_id FROM memories WHERE id IN ({marks}) AND session_id IS NOT NULL"
+        sessions.update(str(r[0]) for r in conn.execute(sql, keyed))
+    members: dict[str, list[int]] = {}
+    names = sorted(sessions)
+    for start in range(0, len(names), 900):
+        chunk = {f"session{i}": name for i, name in enumerate(names[start : start + 900])}
+        marks = ", ".join(f":{key}" for key in chunk)
+        sql = (
+            f"SELECT m.id, m.session_id FROM memories m WHERE m.session_id IN ({marks}) AND {predicate} "
+            "ORDER BY m.session_id, m.created_at, m.id"
+        )
+        for memory_id, session in conn.execute(sql, {**params, **chunk}):
+            members.setdefault(str(session), []).append(int(memory_id))
+    return sorted(members.values(), key=min)
+
+
+def contexts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Return id → parsed context of the existing ids among ``ids`` (an unreadable context is empty)."""
+    found: dict[int, dict[str, Any]] = {}
+    for marks, keyed in id_chunks(ids):
+        for memory_id, raw in conn.execute(f"SELECT id, context FROM memories WHERE id IN ({marks})", keyed):
+            try:
+                value = json.loads(raw) if raw else {}
+            except (TypeError, ValueError):
+                value = {}
+            found[int(memory_id)] = value if isinstance(value, dict) else {}
     return found
 
 
