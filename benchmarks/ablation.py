@@ -71,6 +71,13 @@ TECHNIQUES = {
 }
 
 
+ALTERNATIVES: list[tuple[str, Any]] = [
+    ("fusion", "minmax"),
+    ("fusion", "zscore"),
+    ("query_stopwords", "extended"),
+]
+
+
 class Loaded:
     """One evaluation set stored in a RobotMemory, with the splits its queries fall in."""
 
@@ -131,6 +138,10 @@ def configurations(chosen: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if any(chosen[k] != EARLIER[k] for k in knobs):
             rows.append((f"chosen without {name}", {**chosen, **off}))
             rows.append((f"earlier + {name}", {**EARLIER, **{k: chosen[k] for k in knobs}}))
+    # Techniques the search left off, turned on beside the chosen settings.
+    for knob, value in ALTERNATIVES:
+        if chosen[knob] != value:
+            rows.append((f"chosen with {knob}={value}", {**chosen, knob: value}))
     return rows
 
 

@@ -51,7 +51,7 @@ def variants(quick: bool) -> list[Variant]:
     out = [
         Variant("bm25 only (vector_weight=0)", {"vector_weight": 0.0}, "channel"),
         Variant("vector only (bm25_weight=0)", {"bm25_weight": 0.0}, "channel"),
-        Variant("hybrid default (k=1, 1:1, depth 50, coverage 0.3)", {}, "channel"),
+        Variant("hybrid, shipped defaults", {}, "channel"),
     ]
     coverages = (0.0, 0.5) if quick else (0.0, 0.1, 0.2, 0.4, 0.5, 0.7)
     out += [Variant(f"bm25_min_coverage={c}", {"bm25_min_coverage": c}, "coverage") for c in coverages]

@@ -58,13 +58,13 @@ class Settings:
     recall_mirror: bool = True
     # Recall quality knobs (docs/benchmarks.md, "Ranking techniques"): chosen on the tuning split of
     # the episode set, confirmed on its held-out split and on the robot set.
-    fusion: str = "minmax"  # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
+    fusion: str = "rrf"  # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
     bm25_k1: float = 0.6  # BM25 term-frequency saturation (FTS5's own bm25() uses 1.2)
-    bm25_b: float = 0.1  # BM25 length normalisation (FTS5: 0.75); short lessons want little
+    bm25_b: float = 0.0  # BM25 length normalisation (FTS5: 0.75); short lessons want little
     query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
-    neighbour_share: float = 0.25  # a memory gains this share of its episode neighbours' scores
-    episode_share: float = 0.1  # a memory gains this share of its episode's best score
-    context_boost: float = 0.5  # gain (× best score) for carrying context values the query names
+    neighbour_share: float = 0.5  # a memory gains this share of its episode neighbours' scores
+    episode_share: float = 0.2  # a memory gains this share of its episode's best score
+    context_boost: float = 1.0  # gain (× best score) for carrying context values the query names
     # Optional cross-encoder reranking of recall's best candidates over HTTP (POST {rerank_url}/rerank);
     # "" = off. On a failure or timeout recall keeps its own order.
     rerank_url: str = ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 
 def fuse_rrf(
@@ -86,26 +86,30 @@ def fuse_scores(
 
 
 def spread_to_neighbours(
-    scores: Mapping[int, float], episodes: Sequence[Sequence[int]], share: float, span: int = 1
+    scores: Mapping[int, float],
+    episodes: Sequence[Sequence[int]],
+    share: float,
+    span: int = 1,
+    sources: Collection[int] | None = None,
 ) -> dict[int, float]:
     """Return ``scores`` where each memory gains ``share`` × the scores of its episode neighbours.
 
     ``episodes`` lists the memories of each episode in order; the neighbours of a memory are those within
-    ``span`` positions of it. A neighbour outside ``scores`` joins with what it gains. Gains are computed
-    from the scores given, not from scores already raised.
+    ``span`` positions of it. Only the scores of ``sources`` (default: every scored memory) are spread. A
+    neighbour outside ``scores`` joins with what it gains. Gains are computed from the scores given, not
+    from scores already raised.
     """
     out = dict(scores)
     if share <= 0:
         return out
     for members in episodes:
         for position, memory_id in enumerate(members):
-            gained = sum(
-                scores.get(members[other], 0.0)
-                for other in range(max(0, position - span), min(len(members), position + span + 1))
-                if other != position
-            )
-            if gained > 0:
-                out[memory_id] = out.get(memory_id, 0.0) + share * gained
+            if memory_id not in scores or (sources is not None and memory_id not in sources):
+                continue
+            gain = share * scores[memory_id]
+            for other in range(max(0, position - span), min(len(members), position + span + 1)):
+                if other != position:
+                    out[members[other]] = out.get(members[other], 0.0) + gain
     return out
 
 

@@ -227,12 +227,8 @@ def run_on(
         source.text_scored(words, depth, coverage, tuning.bm25_k1, tuning.bm25_b) if has_words else []
     )
     vector_scored = source.vectors_scored(vector, depth) if use_vectors and vector is not None else []
-    fused = score_candidates(source, plan.query, text_scored, vector_scored, tuning.scoring)
+    fused = score_candidates(source, plan.query, text_scored, vector_scored, tuning.scoring, plan.n)
     in_text, in_vector = {m for m, _ in text_scored}, {m for m, _ in vector_scored}
-    channels = {
-        m: frozenset(name for name, members in (("text", in_text), ("vector", in_vector)) if m in members)
-        for m in fused
-    }
     pool_ids = list(fused)
     near: dict[int, float] = {}
     if plan.spatial is not None and plan.query:
@@ -277,7 +273,9 @@ def run_on(
         Hit(
             memory=records[m],
             score=(final[m] / best) if best > 0 else 0.0,
-            matched_by=channels.get(m, frozenset()),
+            matched_by=frozenset(
+                name for name, members in (("text", in_text), ("vector", in_vector)) if m in members
+            ),
             spatial_distance=distances.get(m),
             data=payloads.get(m, (None, None))[0],
             metadata=payloads.get(m, (None, None))[1],

@@ -159,6 +159,7 @@ class Scoring:
     neighbour_share: float = 0.0
     episode_share: float = 0.0
     context_boost: float = 0.0
+    structure_depth: int = 20
 
 
 def bm25_words(query: str, query_stopwords: str) -> list[str]:
@@ -184,22 +185,35 @@ def fuse(
     return fuse_scores([c for c, _ in present], method=knobs.fusion, weights=[w for _, w in present])
 
 
-def add_structure(source: CandidateSource, scores: dict[int, float], knobs: Scoring) -> dict[int, float]:
-    """Return ``scores`` raised by episode structure; neighbours that pass the scope may join."""
+def leaders(scores: dict[int, float], count: int) -> list[int]:
+    """Return the ``count`` best-scored ids (ties by first seen)."""
+    return sorted(scores, key=lambda m: -scores[m])[:count]
+
+
+def add_structure(
+    source: CandidateSource, scores: dict[int, float], knobs: Scoring, count: int
+) -> dict[int, float]:
+    """Return ``scores`` raised by episode structure around the ``count`` best candidates.
+
+    Their neighbours gain a share of their scores (and join when new: the source only names memories that
+    pass the scope); every scored memory of their sessions gains a share of the session's best score.
+    """
     if not scores or (knobs.neighbour_share <= 0 and knobs.episode_share <= 0):
         return scores
-    episodes = source.episodes(list(scores))
-    raised = spread_to_neighbours(scores, episodes, knobs.neighbour_share)
+    top = leaders(scores, count)
+    episodes = source.episodes(top)
+    raised = spread_to_neighbours(scores, episodes, knobs.neighbour_share, sources=set(top))
     return add_episode_scores(raised, episodes, knobs.episode_share) if knobs.episode_share > 0 else raised
 
 
 def add_named_values(
-    source: CandidateSource, scores: dict[int, float], query: str, knobs: Scoring
+    source: CandidateSource, scores: dict[int, float], query: str, knobs: Scoring, count: int
 ) -> dict[int, float]:
-    """Return ``scores`` where memories carrying context values the query names gain a soft boost."""
+    """Return ``scores`` where the ``count`` best candidates gain a soft boost for each context value the
+    query names that they carry."""
     if not scores or knobs.context_boost <= 0 or not query:
         return scores
-    carried = {m: context_values(c) for m, c in source.contexts(list(scores)).items()}
+    carried = {m: context_values(c) for m, c in source.contexts(leaders(scores, count)).items()}
     named = named_in(query, frozenset().union(*carried.values())) if carried else frozenset()
     if not named:
         return scores
@@ -218,7 +232,15 @@ def score_candidates(
     text_scored: Sequence[tuple[int, float]],
     vector_scored: Sequence[tuple[int, float]],
     knobs: Scoring,
+    n: int = 0,
 ) -> dict[int, float]:
-    """Return id → score of every candidate: fused channels, then episode structure, then named values."""
+    """Return id → score of every candidate: fused channels, then episode structure, then named values.
+
+    Structure and named values look at the best ``knobs.structure_depth`` candidates only (and at least
+    ``n``): they reorder the head of the list, and reading contexts and sessions for a whole candidate
+    pool would cost more than the rest of recall.
+    """
     fused = fuse(text_scored, vector_scored, knobs)
-    return add_named_values(source, add_structure(source, fused, knobs), query, knobs)
+    count = max(knobs.structure_depth, n)
+    raised = add_structure(source, fused, knobs, count)
+    return add_named_values(source, raised, query, knobs, count)

@@ -54,7 +54,7 @@ def top_scored(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[in
         head = np.argpartition(-scores, depth - 1)[:depth]
         ids, scores = ids[head], scores[head]
     order = np.lexsort((ids, -scores))
-    return [(int(m), float(v)) for m, v in zip(ids[order], scores[order], strict=True)]
+    return list(zip(ids[order].tolist(), scores[order].astype(np.float64).tolist(), strict=True))
 
 
 def allowed_among(ids: np.ndarray, allowed: BoolArray) -> BoolArray:
@@ -216,3 +216,6 @@ class MirrorCandidates(SqlCandidates):
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         return self._mirror.real_world(ids)
+
+    def episodes(self, ids: Iterable[int]) -> list[list[int]]:
+        return self._mirror.session_members(ids, self.allowed)

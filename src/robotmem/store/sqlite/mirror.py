@@ -4,8 +4,8 @@ Recall used to ask SQLite, per query, for the rows that pass the filters (``json
 candidate) and for BM25 over every row sharing a query word. Both grow with the database: about
 90 ms per query at 100k memories. The mirror keeps instead, per memory id,
 
-* the record columns every recall filters on (active, collection, confidence, session) and the
-  real-world flag of the ranking, as numpy arrays;
+* the record columns every recall filters on (active, collection, confidence, session), the
+  real-world flag of the ranking and the creation time (episode order), as numpy arrays;
 * the pass/fail mask of every filter condition used recently, computed once by the same SQL the
   filter compiles to (so the semantics are SQLite's, not a re-implementation) and then only
   re-evaluated for memories that change;
@@ -53,7 +53,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 _ROWS = (
     "SELECT id, collection, status = 'active', confidence, session_id, "
-    "json_extract(context, '$.env.sim_or_real') = 'real' FROM memories"
+    "json_extract(context, '$.env.sim_or_real') = 'real', julianday(created_at) FROM memories"
 )
 # Conditions on fields that change without a logged write (every recall bumps ``access_count``)
 # are evaluated afresh each time instead of being cached.
@@ -182,6 +182,7 @@ class RecallMirror:
         self._confidence: FloatArray = np.zeros(size, dtype=np.float64)
         self._session = np.full(size, -1, dtype=np.int32)
         self._real: BoolArray = np.zeros(size, dtype=np.bool_)
+        self._created: FloatArray = np.zeros(size, dtype=np.float64)  # julianday(created_at)
 
     @property
     def capacity(self) -> int:
@@ -200,6 +201,7 @@ class RecallMirror:
         self._active, self._real = pad(self._active, False), pad(self._real, False)
         self._collection, self._session = pad(self._collection, -1), pad(self._session, -1)
         self._confidence = pad(self._confidence, 0.0)
+        self._created = pad(self._created, 0.0)
         for key, (sql, params, mask) in self._conditions.items():
             self._conditions[key] = (sql, params, pad(mask, False))
         for values in self._values.values():
@@ -232,7 +234,7 @@ class RecallMirror:
             self._seen, self._epoch = head, epoch
 
     def _set_rows(self, rows: Iterable[Sequence[Any]]) -> None:
-        for memory_id, collection, active, confidence, session, real in rows:
+        for memory_id, collection, active, confidence, session, real, created in rows:
             self._reserve(memory_id)
             code = self._collections.setdefault(collection, len(self._collections))
             self._collection[memory_id] = code
@@ -243,6 +245,7 @@ class RecallMirror:
             else:
                 self._session[memory_id] = self._sessions.setdefault(session, len(self._sessions))
             self._real[memory_id] = bool(real)
+            self._created[memory_id] = float(created) if created is not None else 0.0
 
     def _load(self, conn: sqlite3.Connection) -> None:
         self._allocate(0)
@@ -517,10 +520,32 @@ class RecallMirror:
             keep = np.isfinite(far)
             return ids[keep].astype(np.int64), far[keep]
 
+    def session_members(self, ids: Iterable[int], allowed: BoolArray) -> list[list[int]]:
+        """Return the ids ``allowed`` passes of each session holding one of ``ids``, each in
+        ``created_at`` order (ties by id), sessions in order of their smallest id (as
+        ``search.session_members``)."""
+        with self._lock:
+            wanted = [m for m in ids if 0 <= m < self.capacity]
+            codes = np.unique(self._session[wanted]) if wanted else np.zeros(0, dtype=np.int32)
+            codes = codes[codes >= 0]
+            if len(codes) == 0:
+                return []
+            size = min(self.capacity, len(allowed))
+            wanted_codes = np.zeros(len(self._sessions) + 1, dtype=np.bool_)
+            wanted_codes[codes + 1] = True  # shifted: code -1 (no session) indexes 0
+            members = np.flatnonzero(wanted_codes[self._session[:size] + 1] & allowed[:size])
+            order = np.lexsort((members, self._created[members], self._session[members]))
+            members, sessions = members[order], self._session[members[order]]
+            cuts = np.flatnonzero(np.diff(sessions)) + 1
+            groups = [[int(m) for m in part] for part in np.split(members, cuts)]
+            return sorted(groups, key=min)
+
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
         with self._lock:
-            return {m for m in ids if 0 <= m < self.capacity and self._real[m]}
+            wanted = np.fromiter(ids, dtype=np.int64)
+            wanted = wanted[(wanted >= 0) & (wanted < self.capacity)]
+            return set(wanted[self._real[wanted]].tolist())
 
     def bm25(
         self, tokens: Sequence[str], min_coverage: float = 0.0, k1: float = 1.2, b: float = 0.75

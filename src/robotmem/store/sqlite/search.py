@@ -169,9 +169,13 @@ def bm25_matches(
 
 
 def session_members(
-    conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params: dict[str, Any]
+    conn: sqlite3.Connection,
+    ids: Sequence[int],
+    predicate: str,
+    params: dict[str, Any],
 ) -> list[list[int]]:
-    """Return the ids passing ``predicate`` of each session holding one of ``ids``, each in time order.
+    """Return the ids passing ``predicate`` of each session holding one of ``ids``, each in time order
+    (``julianday(created_at)``, ties by id).
 
     Sessions come in order of their smallest id; memories without a session belong to none.
     """
@@ -186,7 +190,7 @@ def session_members(
         marks = ", ".join(f":{key}" for key in chunk)
         sql = (
             f"SELECT m.id, m.session_id FROM memories m WHERE m.session_id IN ({marks}) AND {predicate} "
-            "ORDER BY m.session_id, m.created_at, m.id"
+            "ORDER BY m.session_id, julianday(m.created_at), m.id"
         )
         for memory_id, session in conn.execute(sql, {**params, **chunk}):
             members.setdefault(str(session), []).append(int(memory_id))
