@@ -439,7 +439,7 @@ def build_log(
             earlier = sessions[i - 4]["lesson_value"]
             corrected = round(earlier + 3 * (p1.values[1] - p1.values[0]), 3)
             texts["lesson"] = (
-                f"更正之前的经验：{p1.name}={_fmt(earlier)} {p1.unit}对{obj}不够，要用{_fmt(corrected)} {p1.unit}。"
+                f"更正之前的经验：{p1.name}={_fmt(earlier)} {p1.unit}对{obj}不够，要用 {_fmt(corrected)} {p1.unit}。"
                 if zh
                 else f"Correction to an earlier lesson: {p1.name}={_fmt(earlier)} {p1.unit} was not enough "
                 f"for the {obj}; use {_fmt(corrected)} {p1.unit}."
