@@ -235,7 +235,14 @@ def check_ranges(settings: Settings) -> None:
             continue
         if not url.startswith(("http://", "https://")) or not url.isprintable() or " " in url:
             raise _out_of_range(key, url, "an http:// or https:// URL")
-    for key in ("web_token", "openai_api_key", "embed_model", "onnx_model_dir", "rerank_model", "rerank_api_key"):
+    for key in (
+        "web_token",
+        "openai_api_key",
+        "embed_model",
+        "onnx_model_dir",
+        "rerank_model",
+        "rerank_api_key",
+    ):
         value = getattr(settings, key)
         if value != value.strip() or not value.isprintable():
             secret = key in ("web_token", "openai_api_key", "rerank_api_key")

@@ -197,9 +197,15 @@ def test_answers_are_checked_document_by_document() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"rerank_url": "localhost:8080"}, "rerank_url must start with http"),
-        ({"rerank_timeout_s": 0.0}, "rerank_timeout_s must be within"),
-        ({"rerank_depth": 0}, "rerank_depth must be within 1..100"),
+        (
+            {"rerank_url": "localhost:8080"},
+            r"setting 'rerank_url' is 'localhost:8080'; accepted: an http:// or https:// URL",
+        ),
+        (
+            {"rerank_timeout_s": 0.0},
+            r"setting 'rerank_timeout_s' is 0.0; accepted: a finite number within 0.001..600",
+        ),
+        ({"rerank_depth": 0}, r"setting 'rerank_depth' is 0; accepted: an integer within 1..100"),
     ],
 )
 def test_rerank_settings_are_checked(changes: dict[str, Any], message: str) -> None:

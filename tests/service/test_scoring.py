@@ -149,10 +149,13 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"fusion": "borda"}, "fusion must be one of rrf, zscore, minmax"),
-        ({"bm25_b": 1.5}, "bm25_b must be within 0..1"),
-        ({"neighbour_share": -0.1}, "neighbour_share must be within 0..10"),
-        ({"query_stopwords": "none"}, "query_stopwords must be basic or extended"),
+        ({"fusion": "borda"}, r"setting 'fusion' is 'borda'; accepted: one of rrf, zscore, minmax"),
+        ({"bm25_b": 1.5}, r"setting 'bm25_b' is 1.5; accepted: a finite number within 0..1"),
+        (
+            {"neighbour_share": -0.1},
+            r"setting 'neighbour_share' is -0.1; accepted: a finite number within 0..10",
+        ),
+        ({"query_stopwords": "none"}, r"setting 'query_stopwords' is 'none'; accepted: basic or extended"),
     ],
 )
 def test_scoring_settings_out_of_range_are_named(changes: dict[str, Any], message: str) -> None:

@@ -29,7 +29,7 @@ from robotmem.service.engine import Engine
 from robotmem.service.scoring import Scoring, bm25_words, score_candidates
 from robotmem.spatial import SpatialSort, parse_spatial_sort
 from robotmem.store.protocol import CandidateSource, RecallScope, StoreTx, VectorQuery
-from robotmem.text import or_match
+from robotmem.text import or_match, query_tokens
 from robotmem.validation import RecallInput, parse_name, parse_text, validate_input
 
 MAX_QUERY_CHARS = 4000
