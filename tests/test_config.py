@@ -125,3 +125,9 @@ def test_loaded_settings_make_a_working_memory(tmp_path: Path) -> None:
     env = {"ROBOTMEM_HOME": str(tmp_path), "ROBOTMEM_DEDUP_JACCARD": "1", "ROBOTMEM_WRITE_RETRIES": "0"}
     with RobotMemory(embed_backend="none", settings=load_settings(env)) as memory:
         assert memory.learn("grip force 12 N held the mug")["status"] == "created"
+
+
+def test_a_max_n_below_the_default_top_k_names_where_max_n_came_from(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as raised:
+        load_settings({"ROBOTMEM_HOME": str(tmp_path), "ROBOTMEM_MAX_N": "1"})
+    assert raised.value.message.startswith("environment variable ROBOTMEM_MAX_N: setting 'top_k' is 5")

@@ -201,9 +201,10 @@ _OPTIONAL_URL_SETTINGS = ("rerank_url",)  # empty = off
 class SettingRangeError(ValidationError):
     """A setting's value is outside its accepted range; ``setting`` names it."""
 
-    def __init__(self, setting: str, shown: str, accepted: str) -> None:
+    def __init__(self, setting: str, shown: str, accepted: str, related: tuple[str, ...] = ()) -> None:
         super().__init__(f"setting {setting!r} is {shown}; accepted: {accepted}")
         self.setting = setting
+        self.related = related  # settings whose values make the range (top_k's range is max_n)
 
 
 def _out_of_range(key: str, value: Any, accepted: str) -> SettingRangeError:
@@ -276,7 +277,9 @@ def _checked(settings: Settings) -> Settings:
     if settings.query_stopwords not in ("basic", "extended"):
         raise _out_of_range("query_stopwords", settings.query_stopwords, "basic or extended")
     if not 1 <= settings.top_k <= settings.max_n:
-        raise _out_of_range("top_k", settings.top_k, f"an integer within 1..max_n ({settings.max_n})")
+        raise SettingRangeError(
+            "top_k", repr(settings.top_k), f"an integer within 1..max_n ({settings.max_n})", ("max_n",)
+        )
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise _out_of_range("log_level", settings.log_level, "one of DEBUG INFO WARNING ERROR CRITICAL")
     return settings
@@ -314,7 +317,7 @@ def load_settings(env: Mapping[str, str], path: Path | None = None) -> Settings:
     try:
         return _checked(Settings(**values))
     except SettingRangeError as exc:
-        source = sources.get(exc.setting)
+        source = next((sources[k] for k in (exc.setting, *exc.related) if k in sources), None)
         if source is None:
             raise
         raise ValidationError(f"{source}: {exc.message}") from None
