@@ -391,8 +391,10 @@ def test_spatial_sort_finds_the_nearest_beyond_the_text_pool_in_bm25_mode(bm25_m
 def test_end_session_with_related_top_k_zero_returns_no_related_memories(memory: RobotMemory) -> None:
     memory.learn("the gripper slipped on the wet mug handle")
     sessions = [memory.start_session()["session_id"] for _ in range(2)]
-    for session in sessions:
-        memory.learn(f"gripper slipped on a wet mug during trial {session[:6]}", session_id=session)
+    for trial, session in enumerate(sessions, start=1):
+        # Distinct numbers keep the two lessons apart (a random hex suffix was sometimes one dedup token).
+        learned = memory.learn(f"gripper slipped on a wet mug during trial {trial}", session_id=session)
+        assert learned["status"] == "created"
     assert memory.end_session(sessions[0])["related_memories"] != []
     memory.settings = memory.settings.replace(related_top_k=0)
     ended = memory.end_session(sessions[1])
