@@ -25,7 +25,17 @@ from robotmem.config import Settings
 # Spawns processes or servers; left out of `make test-fast`.
 pytestmark = pytest.mark.slow
 
-VOLATILE = {"created_at", "updated_at", "last_accessed", "session_id", "query_ms", "access_count"}
+# robot_id is derived per database file; uid is random per memory.
+VOLATILE = {
+    "created_at",
+    "updated_at",
+    "last_accessed",
+    "session_id",
+    "query_ms",
+    "access_count",
+    "robot_id",
+    "uid",
+}
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
     (
         "learn",
@@ -56,10 +66,12 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("update", {"memory_id": 2, "new_content": "机器人抓取杯子时夹爪力度设为10牛最好"}),
     ("forget", {"memory_id": 1, "reason": "measured with a broken sensor"}),
     ("recall", {"query": "grip force", "include_data": True}),
+    ("recall", {"query": "杯子", "robots": "self"}),
 ]
 BAD: list[tuple[str, dict[str, Any], str]] = [
     ("recall", {"query": "cup", "context_filter": {"task.success": {"$less": 1}}}, "invalid_input"),
     ("learn", {"insight": "x" * 301}, "invalid_input"),
+    ("recall", {"query": "cup", "robots": "arm 1"}, "invalid_input"),
     ("forget", {"memory_id": 999, "reason": "gone"}, "not_found"),
 ]
 
@@ -151,6 +163,7 @@ CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
         *(["--filter", json.dumps(a["context_filter"])] if "context_filter" in a else []),
         *(["--spatial-sort", json.dumps(a["spatial_sort"])] if "spatial_sort" in a else []),
         *(["--include-data"] if a.get("include_data") else []),
+        *(["--robots", a["robots"]] if "robots" in a else []),
     ],
     "update": lambda a: ["update", str(a["memory_id"]), a["new_content"]],
     "forget": lambda a: ["forget", str(a["memory_id"]), "--reason", a["reason"]],

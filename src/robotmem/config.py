@@ -86,6 +86,12 @@ class Settings:
     max_metadata_bytes: int = 65536
     max_filter_bytes: int = 16384
     max_n: int = 100
+    # Fleet (docs/fleet.md)
+    # "" = the id stored in the database file when it was created (host name + store id): unique per
+    # file even when simulated robots share a host, and unchanged when the host is renamed.
+    robot_id: str = ""
+    # Recall score factor of the robot's own memories among the fleet's (docs/fleet.md, measured there).
+    own_robot_boost: float = 1.2
     # Storage
     busy_timeout_ms: int = 5000
     write_retries: int = 8
@@ -161,6 +167,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "embed_timeout_s": (0.001, 3600.0, "0.001..3600 seconds"),
     "min_confidence": (0.0, 1.0, "0..1"),
     "real_world_boost": (0.0, 1000.0, "0..1000"),
+    "own_robot_boost": (0.001, 10.0, "0.001..10"),
     "bm25_weight": (0.0, 1000.0, "0..1000"),
     "vector_weight": (0.0, 1000.0, "0..1000"),
     "bm25_min_coverage": (0.0, 1.0, "0..1"),
@@ -279,6 +286,12 @@ def _checked(settings: Settings) -> Settings:
     if not 1 <= settings.top_k <= settings.max_n:
         raise SettingRangeError(
             "top_k", repr(settings.top_k), f"an integer within 1..max_n ({settings.max_n})", ("max_n",)
+        )
+    if len(settings.robot_id) > 200 or any(
+        not ch.isprintable() or ch.isspace() or ch == "," for ch in settings.robot_id
+    ):
+        raise _out_of_range(
+            "robot_id", settings.robot_id, "at most 200 printable characters without spaces or commas"
         )
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise _out_of_range("log_level", settings.log_level, "one of DEBUG INFO WARNING ERROR CRITICAL")

@@ -267,6 +267,15 @@ def check_memory_fields(memory: JsonDict, settings: Settings) -> JsonDict:
         fields[name] = _strings(f"memory.{name}", memory.get(name), MAX_SCOPE_CHARS)
     session_id = memory.get("session_id")
     fields["session_id"] = None if session_id is None else parse_name("memory.session_id", session_id)
+    robot = memory.get("robot_id")
+    if robot is not None and (
+        not isinstance(robot, str)
+        or len(robot) > 200
+        or any(not ch.isprintable() or ch.isspace() or ch == "," for ch in robot)
+    ):
+        raise ValidationError(
+            "memory.robot_id: must be at most 200 printable characters without spaces or commas"
+        )
     fields["human_summary"] = _optional_text(
         "memory.human_summary", memory.get("human_summary"), settings.max_description_chars
     )

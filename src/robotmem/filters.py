@@ -35,6 +35,7 @@ RECORD_FIELDS = {
     "created_at": "m.created_at",
     "updated_at": "m.updated_at",
     "access_count": "m.access_count",
+    "robot_id": "m.robot_id",
     "tags": "tags",
 }
 MAX_DEPTH = 16

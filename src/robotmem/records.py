@@ -35,6 +35,8 @@ class Memory:
     scope_entities: tuple[str, ...] = ()
     invalidated_reason: str | None = None
     has_embedding: bool = False
+    robot_id: str = ""  # the robot whose experience this is
+    uid: str = ""  # the id that names the memory in every store (``id`` is local to one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,7 @@ class NewMemory:
     human_summary: str | None = None
     data_json: str | None = None
     metadata_json: str | None = None
+    robot_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,10 @@ class MemoryRecord(TypedDict):
     created_at: str
     updated_at: str
     access_count: int
+    robot_id: str
+    """The robot whose experience it is (docs/fleet.md)."""
+    uid: str
+    """The 32-hex id that names this memory in every store of the fleet; id is local to one store."""
     context: dict[str, Any]
     params: dict[str, Any]
     spatial: dict[str, Any]
@@ -370,6 +374,19 @@ class ImportResult(TypedDict):
     memories: dict[str, int]
     sessions: dict[str, int]
     vectors: dict[str, int]
+    without_vector: int
+
+
+class SyncResult(TypedDict):
+    status: Literal["synced"]
+    fleet: str
+    robot_id: str
+    fleet_store_id: str
+    direction: str
+    # Per kind ("memories", "sessions"): created, updated, unchanged, kept (the receiver's version won),
+    # refused (beyond the syncing robot's limits).
+    pushed: dict[str, dict[str, int]] | None
+    pulled: dict[str, dict[str, int]] | None
     without_vector: int
 
 

@@ -37,6 +37,7 @@ from robotmem.results import (
     SessionSummary,
     SpatialPoint,
     StartSessionResult,
+    SyncResult,
     UpdateResult,
 )
 
@@ -61,6 +62,8 @@ def memory_to_dict(memory: Memory) -> MemoryRecord:
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
         "access_count": memory.access_count,
+        "robot_id": memory.robot_id,
+        "uid": memory.uid,
         "context": memory.context,
         "params": sections["params"],
         "spatial": sections["spatial"],
@@ -339,6 +342,28 @@ def exported_result(target: Path, counts: Mapping[str, Any]) -> ExportResult:
         "vectors": int(counts["vectors"]),
         "embedding_model": counts["embedding_model"],
         "dim": counts["dim"],
+    }
+
+
+def synced_result(
+    fleet: str,
+    robot_id: str,
+    fleet_store_id: str,
+    direction: str,
+    pushed: Mapping[str, dict[str, int]] | None,
+    pulled: Mapping[str, dict[str, int]] | None,
+    without_vector: int,
+) -> SyncResult:
+    """Return sync's result: per direction and kind, what was created, updated, unchanged or kept."""
+    return {
+        "status": "synced",
+        "fleet": fleet,
+        "robot_id": robot_id,
+        "fleet_store_id": fleet_store_id,
+        "direction": direction,
+        "pushed": None if pushed is None else {kind: dict(c) for kind, c in pushed.items()},
+        "pulled": None if pulled is None else {kind: dict(c) for kind, c in pulled.items()},
+        "without_vector": without_vector,
     }
 
 

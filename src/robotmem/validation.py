@@ -66,6 +66,10 @@ class RecallInput(_Input):
     order: Literal["relevance", "time"] = Field(
         default="relevance", description="relevance, or time (oldest first)."
     )
+    robots: list[str] | str | None = Field(
+        default=None,
+        description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
+    )
 
 
 class SavePerceptionInput(_Input):
@@ -258,6 +262,34 @@ def parse_text(field: str, raw: Any, *, min_chars: int = 1, max_chars: int | Non
     if max_chars is not None and len(text) > max_chars:
         raise ValidationError(f"{field}: is {len(text)} characters; the limit is {max_chars}")
     return text
+
+
+MAX_ROBOTS = 1000
+SELF_ROBOT = "self"
+
+
+def parse_robots(raw: list[str] | str | None, own: str) -> tuple[str, ...] | None:
+    """Return the robot ids a recall is scoped to (``"self"`` becomes ``own``), or None for the whole fleet.
+
+    ``raw`` is a list of ids or one comma-separated string. Raises ``ValidationError`` naming ``robots``
+    for an empty list, an id that is empty, too long or has spaces, or more than ``MAX_ROBOTS`` ids.
+    """
+    if raw is None:
+        return None
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    if not items or (isinstance(raw, str) and not raw.strip()):
+        raise ValidationError("robots: give at least one robot id, or leave robots out for the whole fleet")
+    if len(items) > MAX_ROBOTS:
+        raise ValidationError(f"robots: {len(items)} robot ids; the limit is {MAX_ROBOTS}")
+    found: list[str] = []
+    for index, item in enumerate(items):
+        name = item.strip() if isinstance(item, str) else item
+        if not isinstance(name, str) or not 1 <= len(name) <= 200:
+            raise ValidationError(f"robots[{index}]: a robot id is a string of 1..200 characters")
+        if any(not ch.isprintable() or ch.isspace() for ch in name):
+            raise ValidationError(f"robots[{index}]: {name!r} has spaces or unprintable characters")
+        found.append(own if name == SELF_ROBOT else name)
+    return tuple(dict.fromkeys(found))
 
 
 def parse_name(field: str, raw: Any) -> str:

@@ -37,7 +37,17 @@ OUTPUT_TYPES: dict[str, Any] = {
 TOOL_NAMES = set(OUTPUT_TYPES)
 # Fields that differ between two databases fed the same calls at different moments (access counts are
 # flushed in the background, so a recall may or may not see the one before it).
-VOLATILE = {"created_at", "updated_at", "last_accessed", "session_id", "query_ms", "access_count"}
+# robot_id is derived per database file; uid is random per memory.
+VOLATILE = {
+    "created_at",
+    "updated_at",
+    "last_accessed",
+    "session_id",
+    "query_ms",
+    "access_count",
+    "robot_id",
+    "uid",
+}
 
 
 def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -118,7 +128,7 @@ def test_list_tools_returns_the_seven_tools_with_schemas_and_hints(tmp_path: Pat
         assert tools["learn"].input_schema["required"] == ["insight"]
         assert set(tools["recall"].input_schema["properties"]) == {
             "query", "n", "min_confidence", "session_id", "context_filter", "spatial_sort", "collection",
-            "include_data", "order",
+            "include_data", "order", "robots",
         }  # fmt: skip
         assert tools["end_session"].input_schema["required"] == ["session_id"]
         assert "$between" in (tools["recall"].description or "")

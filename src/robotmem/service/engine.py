@@ -55,6 +55,16 @@ class Engine:
         self.current_session: str | None = None
         self._reranker: HttpReranker | None = None
         self._reranker_key: tuple[str, str, str, float] | None = None
+        self._stored_robot_id: str | None = None
+
+    @property
+    def robot_id(self) -> str:
+        """The robot this engine writes for: the ``robot_id`` setting, else the id stored in the store."""
+        if self.settings.robot_id:
+            return self.settings.robot_id
+        if self._stored_robot_id is None:
+            self._stored_robot_id = self.read(lambda tx: tx.sync.identity().robot_id)
+        return self._stored_robot_id
 
     def now(self) -> str:
         """Return the clock's time as stored text."""

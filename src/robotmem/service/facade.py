@@ -41,9 +41,20 @@ from robotmem.results import (
     SpatialPointsResult,
     StartSessionResult,
     Stats,
+    SyncResult,
     UpdateResult,
 )
-from robotmem.service import backfill, browse, maintenance, memories, perceptions, recall, sessions, transfer
+from robotmem.service import (
+    backfill,
+    browse,
+    maintenance,
+    memories,
+    perceptions,
+    recall,
+    sessions,
+    sync,
+    transfer,
+)
 from robotmem.service.backfill import DEFAULT_BATCH_SIZE, BackgroundBackfill, Progress
 from robotmem.service.engine import Engine, iso, utc_now
 from robotmem.service.transfer import IMPORT_BATCH_SIZE
@@ -129,14 +140,18 @@ class RobotMemory:
         collection: str | None = None,
         include_data: bool = False,
         order: str = "relevance",
+        robots: list[str] | str | None = None,
     ) -> RecallResult:
         """Return ``{"memories", "total", "mode", "query_ms"}`` for the most relevant memories.
 
-        Raises ``ValidationError`` for a bad ``n``/``min_confidence``/filter/spatial sort.
+        ``robots`` scopes recall to those robot ids (``"self"`` is this robot; a list or a comma-separated
+        string); by default every robot's memories in the store are searched, this robot's own scored
+        ``own_robot_boost`` times higher. Raises ``ValidationError`` for a bad ``n``/``min_confidence``/
+        filter/spatial sort/``robots``.
         """
         return recall.recall(
             self._engine, query, n, min_confidence, session_id, context_filter, spatial_sort, collection,
-            include_data, order,
+            include_data, order, robots,
         )  # fmt: skip
 
     def save_perception(
@@ -364,6 +379,22 @@ class RobotMemory:
         return transfer.export_memories(
             self._engine, path, collection=collection, vectors=vectors, progress=progress, force=force
         )
+
+    def sync(
+        self, fleet: str | os.PathLike[str], *, direction: str = "both", full: bool = False
+    ) -> SyncResult:
+        """Push this store's changes to the fleet store ``fleet`` and pull the fleet's (docs/fleet.md).
+
+        ``fleet`` is a SQLite file path (created when missing) or a server DSN when that engine is
+        installed; ``direction`` is ``both``, ``push`` or ``pull``; ``full`` compares everything instead of
+        only what changed since the last sync (after restoring either store). Memories match by uid, sessions by id;
+        a version replaces another only by the rule of ``robotmem.merge`` (forget and consolidation win
+        over edits, else the later ``updated_at``), so running it again writes nothing. Returns
+        ``{"status": "synced", "fleet", "robot_id", "fleet_store_id", "direction", "pushed", "pulled",
+        "without_vector"}`` with ``{"memories"|"sessions": {"created", "updated", "unchanged", "kept", "refused"}}``
+        per direction. Raises ``ValidationError`` (bad fleet or direction), ``DatabaseError``.
+        """
+        return sync.sync(self._engine, os.fspath(fleet), direction=direction, full=full)
 
     def import_memories(
         self,

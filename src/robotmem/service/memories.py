@@ -7,6 +7,7 @@ index, tags, vector) in one transaction.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from robotmem.classify import Classification, build_context, classify
@@ -28,7 +29,7 @@ from robotmem.serialize import (
     memory_detail,
     updated_result,
 )
-from robotmem.service.engine import Engine
+from robotmem.service.engine import Engine, iso
 from robotmem.store.protocol import StoreTx, VectorQuery
 from robotmem.text import content_hash, index_text
 from robotmem.validation import (
@@ -66,6 +67,7 @@ def learn(
     digest = content_hash(text)
     vector = engine.embed(text, is_query=False)
     threshold = cosine_threshold(engine.embedder.model_id, settings.dedup_cosine)
+    robot = engine.robot_id
 
     def work(tx: StoreTx) -> LearnResult:
         session = engine.session_for_write(tx, args.session_id)
@@ -90,6 +92,7 @@ def learn(
             tags=found.tags,
             index_body=index_text(text),
             created_at=engine.now(),
+            robot_id=robot,
         )
         memory_id = tx.memories.insert_many([new])[0]
         engine.store_vector(tx, memory_id, None if vector is None else vector.vector)
@@ -147,6 +150,20 @@ def forget(engine: Engine, memory_id: int, reason: str) -> ForgetResult:
     return engine.write(work)
 
 
+def later_than(now: str, previous: str) -> str:
+    """Return ``now``, or one microsecond after ``previous`` when the clock is not past it.
+
+    Sync keeps the later ``updated_at`` (``robotmem.merge``): an edit must be later than the version it
+    edits even on a robot whose clock runs behind the one that wrote that version.
+    """
+    if now > previous:
+        return now
+    try:
+        return iso(datetime.fromisoformat(previous) + timedelta(microseconds=1))
+    except ValueError:
+        return now
+
+
 def update(
     engine: Engine, memory_id: int, new_content: str, context: dict[str, Any] | str | None = None
 ) -> UpdateResult:
@@ -179,7 +196,7 @@ def update(
             scope_entities=found.scope_entities,
             tags=found.tags,
             index_body=index_text(text),
-            now=engine.now(),
+            now=later_than(engine.now(), memory.updated_at),
         )
         tx.vectors.drop(memory.id)
         engine.store_vector(tx, memory.id, None if vector is None else vector.vector)

@@ -58,6 +58,7 @@ def insert(
         if p["session_id"] not in sessions:
             sessions[p["session_id"]] = engine.session_for_write(tx, p["session_id"])
     now = engine.now()
+    robot = engine.robot_id
     ids = tx.memories.insert_many(
         [
             NewMemory(
@@ -77,6 +78,7 @@ def insert(
                 created_at=now,
                 data_json=p["data_json"],
                 metadata_json=p["metadata_json"],
+                robot_id=robot,
             )
             for p in prepared
         ]

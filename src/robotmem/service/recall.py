@@ -1,9 +1,9 @@
 """recall: the pipeline from a validated request to ranked hits, over the store's candidate channels.
 
-    scope (collection, confidence, session, filter) ─→ the store's CandidateSource
+    scope (collection, confidence, session, robots, filter) ─→ the store's CandidateSource
     query ─→ text channel (BM25) ─┐
           └→ vector channel ──────┴→ fusion → episode structure → named values (service.scoring)
-                                    → real-world boost
+                                    → real-world boost → own-robot boost
     spatial_sort ─→ nearest memories join the pool ─→ order (distance | relevance | time) → top n → normalise
     optional reranker (service.rerank) ─→ the best rerank_depth reordered by a cross-encoder → top n
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robotmem.errors import ValidationError
-from robotmem.filters import Node, parse_filter
+from robotmem.filters import All, Condition, Node, parse_filter
 from robotmem.records import Hit, Memory
 from robotmem.results import RecallHit, RecallResult
 from robotmem.serialize import hit_to_dict
@@ -30,7 +30,7 @@ from robotmem.service.scoring import Scoring, bm25_words, score_candidates
 from robotmem.spatial import SpatialSort, parse_spatial_sort
 from robotmem.store.protocol import CandidateSource, RecallScope, StoreTx, VectorQuery
 from robotmem.text import or_match, query_tokens
-from robotmem.validation import RecallInput, parse_name, parse_text, validate_input
+from robotmem.validation import RecallInput, parse_name, parse_robots, parse_text, validate_input
 
 MAX_QUERY_CHARS = 4000
 
@@ -49,17 +49,26 @@ class RecallPlan:
     spatial: SpatialSort | None = None
     include_data: bool = False
     order: str = "relevance"
+    robots: tuple[str, ...] | None = None  # None: every robot's memories
+    own_robot: str = ""  # whose memories the own-robot boost favours ("" = none)
 
     @property
     def scope(self) -> RecallScope:
-        """The memories this recall may return."""
+        """The memories this recall may return (robot scoping is one more filter condition)."""
         return RecallScope(
             collection=self.collection,
             min_confidence=self.min_confidence,
             session_id=self.session_id,
             exclude_session=self.exclude_session,
-            filter=self.filter,
+            filter=_with_robots(self.filter, self.robots),
         )
+
+
+def _with_robots(filter: Node | None, robots: tuple[str, ...] | None) -> Node | None:
+    if robots is None:
+        return filter
+    condition = Condition(("robot_id",), "$in", robots)
+    return condition if filter is None else All((filter, condition))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,7 @@ class Tuning:
             episode_share=self.episode_share,
             context_boost=self.context_boost,
         )
+    own_robot_boost: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +123,7 @@ def recall(
     collection: str | None = None,
     include_data: bool = False,
     order: str = "relevance",
+    robots: list[str] | str | None = None,
 ) -> RecallResult:
     """Return the most relevant memories; see ``RobotMemory.recall``."""
     started = time.perf_counter()
@@ -128,6 +139,7 @@ def recall(
             "collection": collection,
             "include_data": include_data,
             "order": order,
+            "robots": robots,
         },
     )
     settings = engine.settings
@@ -145,6 +157,8 @@ def recall(
         spatial=parse_spatial_sort(args.spatial_sort),
         include_data=args.include_data,
         order=args.order,
+        robots=parse_robots(args.robots, engine.robot_id),
+        own_robot=engine.robot_id,
     )
     outcome = execute(engine, plan)
     return {
@@ -165,6 +179,7 @@ def related(engine: Engine, session_id: str, collection: str, texts: list[str]) 
         min_confidence=engine.settings.min_confidence,
         collection=collection,
         exclude_session=session_id,
+        own_robot=engine.robot_id,
     )
     return [hit_to_dict(hit, include_data=False) for hit in execute(engine, plan).hits]
 
@@ -186,6 +201,7 @@ def tuning(engine: Engine) -> Tuning:
         neighbour_share=s.neighbour_share,
         episode_share=s.episode_share,
         context_boost=s.context_boost,
+        own_robot_boost=s.own_robot_boost,
     )
 
 
@@ -254,6 +270,14 @@ def run_on(
     needs_records = plan.order == "time" or not plan.query
     records = tx.memories.fetch(pool_ids) if needs_records else {}
     real = source.real_world(pool_ids)
+    # Only a relevance order can change; a scope of the robot alone gains nothing from the boost.
+    boost_own = (
+        tuning.own_robot_boost != 1.0
+        and bool(plan.own_robot)
+        and bool(fused)
+        and plan.robots != (plan.own_robot,)
+    )
+    own = source.from_robot(pool_ids, plan.own_robot) if boost_own else set()
     scores: dict[int, float] = {}
     for memory_id in pool_ids:
         if needs_records and memory_id not in records:
@@ -261,6 +285,8 @@ def run_on(
         score = fused.get(memory_id, 0.0)
         if memory_id in real:
             score *= tuning.real_world_boost
+        if memory_id in own:
+            score *= tuning.own_robot_boost
         scores[memory_id] = score
     ordered, final, distances = _order(plan, scores, near, records)
     chosen = ordered[: plan.n] if needs_records else _visible(tx, ordered, plan.n, records)

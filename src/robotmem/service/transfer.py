@@ -60,6 +60,7 @@ class _ImportRun:
     file_model: tuple[str, int] | None
     target_model: tuple[str, int] | None
     embed: bool
+    robot_id: str = ""  # owner of memories from files written before memories carried their robot
     session_ids: dict[str, str] = field(default_factory=dict)
     memory_ids: dict[str, int] = field(default_factory=dict)
     lineage: list[tuple[int, str | None, list[str], bool]] = field(default_factory=list)
@@ -241,7 +242,12 @@ def _plan_import(
     if model is None:
         log.info("import: new memories are left for backfill (%s)", reason)
     return _ImportRun(
-        mode=mode, collection=into, file_model=file_model, target_model=target, embed=model is not None
+        mode=mode,
+        collection=into,
+        file_model=file_model,
+        target_model=target,
+        embed=model is not None,
+        robot_id=engine.robot_id,
     )
 
 
@@ -321,6 +327,8 @@ def _import_memory(
         counts["skipped"] += 1
         return
     fields = dict(line.fields)
+    if not isinstance(fields.get("robot_id"), str) or not fields["robot_id"]:
+        fields["robot_id"] = run.robot_id
     if run.collection is not None:
         fields["collection"] = run.collection
     session_id = fields.get("session_id")

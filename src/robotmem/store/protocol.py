@@ -2,14 +2,15 @@
 
 A ``Store`` runs units of work in transactions: ``read(work)`` on one consistent snapshot, ``write(work)``
 all or nothing (retried when another writer holds the lock). ``work`` receives a ``StoreTx`` whose
-tables (``memories``, ``sessions``, ``vectors``, ``jobs``, ``transfer``, ``browse``, ``maintenance``)
-hold the operations, and whose ``candidates`` opens the recall channels over one scope. The service
+tables (``memories``, ``sessions``, ``vectors``, ``jobs``, ``transfer``, ``browse``, ``maintenance``,
+``sync``) hold the operations, and whose ``candidates`` opens the recall channels over one scope. The service
 never sees SQL, a connection or an index: ``robotmem.store.sqlite`` implements this contract on one
 SQLite file, and a second engine implements the same methods on its own storage, so that the service,
 filter, surface and reliability tests can run against either.
 
 Identity: ``id`` is an integer local to one store (stable, never reused); ``uid`` (a 32-hex random
-string, kept by export and import) names a memory across stores. Times are ISO 8601 UTC strings.
+string, kept by export, import and sync) names a memory across stores; ``robot_id`` says whose experience
+it is. Times are ISO 8601 UTC strings.
 """
 
 from __future__ import annotations
@@ -110,6 +111,10 @@ class CandidateSource(Protocol):
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` is ``"real"``."""
+        ...
+
+    def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
+        """Return the ids among ``ids`` of memories whose ``robot_id`` is ``robot_id``."""
         ...
 
 
@@ -316,6 +321,71 @@ class TransferRows(Protocol):
     def write_session(self, fields: dict[str, Any], outcome: dict[str, Any] | None) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class StoreIdentity:
+    """Who a store is: ``store_id`` names it as a sync peer (random, fixed at creation); ``robot_id`` is the
+    robot its memories belong to when the ``robot_id`` setting is empty (derived once, then stored)."""
+
+    store_id: str
+    robot_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncCursor:
+    """How far a store has synced with one peer: change sequence numbers, its own and the peer's."""
+
+    pushed_memories: int = 0
+    pushed_sessions: int = 0
+    pulled_memories: int = 0
+    pulled_sessions: int = 0
+
+
+class SyncRows(Protocol):
+    """What ``robotmem sync`` reads and writes beyond the export rows: identity, change order, cursors.
+
+    Every write to a memory (its row, tags, text) or a session (its row, outcome) gives it the next
+    number of a per-store change sequence, committed in the order of the numbers, so that "every change
+    after n" read at any time misses nothing that commits later. Records have the shape of
+    ``TransferRows.iter_memories`` / ``iter_sessions``.
+    """
+
+    def identity(self) -> StoreIdentity: ...
+
+    def last_change(self) -> tuple[int, int]:
+        """Return the highest change number given so far to a memory and to a session."""
+        ...
+
+    def changed_memories(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """Return the export records (vector included) of up to ``limit`` memories changed after ``after``,
+        in change order, each once at its latest change; and the last change number examined
+        (``after`` when nothing changed)."""
+        ...
+
+    def changed_sessions(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """Return the records (with ``"outcome"``) of up to ``limit`` sessions changed after ``after``, in
+        change order; and the last change number examined (``after`` when nothing changed)."""
+        ...
+
+    def memories_by_uid(
+        self, uids: Sequence[str], *, with_vectors: bool = False
+    ) -> dict[str, tuple[int, dict[str, Any]]]:
+        """Return uid → ``(id, export record)`` for the stored memories among ``uids`` (the vector only
+        ``with_vectors``)."""
+        ...
+
+    def sessions_by_id(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return session id → session record (with ``"outcome"``) for the stored sessions among them."""
+        ...
+
+    def cursor(self, peer: str) -> SyncCursor:
+        """Return the cursor kept for the peer store ``peer`` (all zero before the first sync)."""
+        ...
+
+    def save_cursor(self, peer: str, location: str, cursor: SyncCursor, now: str) -> None:
+        """Record ``cursor`` for ``peer`` (at ``location``, for messages) and when it was reached."""
+        ...
+
+
 class BrowseQueries(Protocol):
     """Read-only views behind the web UI."""
 
@@ -379,6 +449,9 @@ class StoreTx(Protocol):
 
     @property
     def maintenance(self) -> Maintenance: ...
+
+    @property
+    def sync(self) -> SyncRows: ...
 
     def candidates(self, scope: RecallScope) -> CandidateSource:
         """Return the recall channels over ``scope`` on this transaction's snapshot."""

@@ -112,3 +112,30 @@ def test_import_errors_are_reported_on_stderr(cli: Any, tmp_path: Path) -> None:
     assert code == 2 and out == "" and "Error:" in err and "not a robotmem export" in err
     with pytest.raises(SystemExit):
         cli("import", str(bad), "--conflict", "merge")
+
+
+def test_sync_and_recall_by_robot_from_the_command_line(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet = str(tmp_path / "fleet.db")
+    for robot, text in (
+        ("arm-a", "the cup slipped when the gripper closed too fast"),
+        ("arm-b", "the cup held at 12 N"),
+    ):
+        monkeypatch.setenv("ROBOTMEM_ROBOT_ID", robot)
+        db = str(tmp_path / f"{robot}.db")
+        assert cli("learn", text, "--db", db)[0] == 0
+        code, result, _ = cli("sync", "--fleet", fleet, "--db", db)
+        assert code == 0 and result["status"] == "synced" and result["robot_id"] == robot
+        assert result["pushed"]["memories"]["created"] == 1
+    code, result, _ = cli("sync", "--fleet", fleet, "--direction", "pull", "--db", str(tmp_path / "arm-b.db"))
+    assert code == 0 and result["pushed"] is None and result["pulled"]["memories"]["created"] == 0
+    monkeypatch.setenv("ROBOTMEM_ROBOT_ID", "arm-a")
+    code, result, _ = cli("sync", "--fleet", fleet, "--direction", "pull", "--db", str(tmp_path / "arm-a.db"))
+    assert result["pulled"]["memories"]["created"] == 1
+    code, found, _ = cli("recall", "cup", "--robots", "arm-b", "--db", str(tmp_path / "arm-a.db"))
+    assert code == 0 and [m["robot_id"] for m in found["memories"]] == ["arm-b"]
+    code, found, _ = cli("recall", "cup", "--db", str(tmp_path / "arm-a.db"))
+    assert {m["robot_id"] for m in found["memories"]} == {"arm-a", "arm-b"}
+    code, _, err = cli("sync", "--fleet", str(tmp_path / "arm-a.db"), "--db", str(tmp_path / "arm-a.db"))
+    assert code != 0 and err.startswith("Error: fleet:")

@@ -96,6 +96,7 @@ _OPERATION_FIELDS: dict[str, tuple[str, ...]] = {
         "spatial_sort",
         "include_data",
         "order",
+        "robots",
     ),
     "save_perception": ("description", "perception_type", "data", "metadata", "session_id"),
     "forget": ("memory_id", "reason"),
@@ -126,6 +127,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--spatial-sort", dest="spatial_sort")
     p.add_argument("--include-data", dest="include_data", action="store_true", default=None)
     p.add_argument("--order", choices=["relevance", "time"])
+    p.add_argument(
+        "--robots", help='comma-separated robot ids ("self" = this robot); default: the whole fleet'
+    )
     p.set_defaults(run=_operation("recall"))
     p = sub.add_parser("save-perception", parents=[common], help="store a perception")
     p.add_argument("description")

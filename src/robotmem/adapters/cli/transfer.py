@@ -1,4 +1,4 @@
-"""``robotmem embed backfill|reindex|status``, ``robotmem export`` and ``robotmem import``.
+"""``robotmem embed backfill|reindex|status``, ``robotmem export``, ``robotmem import`` and ``robotmem sync``.
 
 Progress bars go to stderr (stdout carries the JSON result); ``--no-progress`` turns them off.
 """
@@ -66,8 +66,14 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync(args: argparse.Namespace) -> int:
+    with open_memory(args) as mem:
+        print_json(mem.sync(args.fleet, direction=args.direction, full=args.full))
+    return 0
+
+
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the ``embed``, ``export`` and ``import`` commands to the ``robotmem`` parser."""
+    """Add the ``embed``, ``export``, ``import`` and ``sync`` commands to the ``robotmem`` parser."""
     progress = progress_options()
 
     embed = sub.add_parser("embed", help="vectors: backfill, re-embed with another model, status")
@@ -115,3 +121,22 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="memories already present: keep them (skip), replace them (overwrite), or import as new (new-ids)",
     )
     p.set_defaults(run=_import)
+
+    p = sub.add_parser(
+        "sync",
+        parents=[common],
+        help="push this robot's changes to a fleet store and pull the fleet's (incremental, idempotent)",
+    )
+    p.add_argument("--fleet", required=True, help="the fleet store: a SQLite file path (or a server DSN)")
+    p.add_argument(
+        "--direction",
+        choices=["both", "push", "pull"],
+        default="both",
+        help="push and pull (both), only send this robot's changes (push), or only receive (pull)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="compare every memory, not only what changed since the last sync (after restoring a store)",
+    )
+    p.set_defaults(run=_sync)

@@ -85,16 +85,19 @@ Find the stored experiences most relevant to the current situation; call it befo
 spatial_sort select the memories. Narrow the search with:
 - context_filter: a JSON object of dot path -> condition, all must hold. Paths reach any context key
   ("task.success", "params.grip_force", "robot.id", "env.sim_or_real") and the record fields category,
-  confidence, type, perception_type, session_id, created_at, tags. A plain value means equality; operators:
-  $eq $ne $lt $lte $gt $gte $in $nin $exists $between $contains, combined with $and / $or (lists of filters)
-  and $not. Example: {"task.success": true, "params.grip_force": {"$between": [10, 15]},
+  confidence, type, perception_type, session_id, created_at, robot_id, tags. A plain value means equality;
+  operators: $eq $ne $lt $lte $gt $gte $in $nin $exists $between $contains, combined with $and / $or (lists
+  of filters) and $not. Example: {"task.success": true, "params.grip_force": {"$between": [10, 15]},
   "$or": [{"robot.type": "Fetch"}, {"tags": {"$contains": "grasping"}}]}
 - spatial_sort: {"field": "spatial.object_position", "target": [1.3, 0.7, 0.42], "max_distance": 0.5}
   orders by Euclidean distance to target, nearest first; max_distance drops memories farther away.
 - session_id with order="time" replays that episode in the order it happened.
+- robots: "self" for this robot's own experience, or robot ids (list or comma-separated); by default every
+  robot's memories in the store, this robot's own ranked a little higher.
 Returns {"memories": [...], "total", "mode", "query_ms"}. Each memory has id, content, category, confidence,
-tags, score (best = 1.0), its context with the sections params/spatial/robot/task also at top level, and
-spatial_distance when spatial_sort is used. Perception data and metadata come only with include_data=true.""",
+tags, robot_id, uid (its fleet-wide id), score (best = 1.0), its context with the sections
+params/spatial/robot/task also at top level, and spatial_distance when spatial_sort is used. Perception
+data and metadata come only with include_data=true.""",
     "save_perception": """\
 Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
 trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and

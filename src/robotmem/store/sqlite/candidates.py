@@ -160,6 +160,9 @@ class SqlCandidates:
     def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         return search.contexts(self._conn, list(ids))
 
+    def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
+        return search.from_robot(self._conn, list(ids), robot_id)
+
 
 class MirrorCandidates(SqlCandidates):
     """The channels from the recall mirror's mask and postings; SQL only for time order and FTS5's odd tokens."""

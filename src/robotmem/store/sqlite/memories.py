@@ -19,7 +19,8 @@ from robotmem.validation import is_stored_timestamp, read_timestamp
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
     "m.perception_type, m.created_at, m.updated_at, m.access_count, m.context, m.status, m.superseded_by, "
-    "m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, m.invalidated_reason, m.embedding_model"
+    "m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, m.invalidated_reason, m.embedding_model, "
+    "m.robot_id, m.uid"
 )
 
 
@@ -51,6 +52,8 @@ def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
         scope_entities=tuple(json.loads(row[18] or "[]")),
         invalidated_reason=row[19],
         has_embedding=row[20] is not None,
+        robot_id=row[21],
+        uid=row[22],
         tags=tuple(tags),
     )
 
@@ -91,10 +94,11 @@ def _insert_row(conn: sqlite3.Connection, new: NewMemory) -> int:
     cursor = conn.execute(
         "INSERT INTO memories (collection, type, content, human_summary, content_hash, category, confidence, "
         "base_confidence, context, scope_files, scope_entities, session_id, perception_type, created_at, updated_at, "
-        "uid) VALUES (:collection, :type, :content, :summary, :hash, :category, :confidence, :confidence, :context, "
-        ":files, :entities, :session_id, :perception_type, :now, :now, :uid)",
+        "uid, robot_id) VALUES (:collection, :type, :content, :summary, :hash, :category, :confidence, :confidence, :context, "
+        ":files, :entities, :session_id, :perception_type, :now, :now, :uid, :robot_id)",
         {
             "uid": uuid.uuid4().hex,
+            "robot_id": new.robot_id,
             "collection": new.collection,
             "type": new.type,
             "content": new.content,

@@ -5,7 +5,9 @@ The version lives in ``PRAGMA user_version``; a database newer than this code is
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,11 +136,13 @@ def _migrate_v2(conn: sqlite3.Connection) -> None:
 # Columns whose change can alter what a recall returns: every column but the access bookkeeping
 # (``access_count``, ``last_accessed``, rewritten by every recall) and ``embedding_model`` (vectors
 # carry their own ``seq``).
-_TRACKED = (
+_TRACKED_V3 = (
     "collection, type, content, human_summary, content_hash, category, confidence, "
     "context, scope_files, scope_entities, session_id, perception_type, status, superseded_by, merged_ids, "
     "invalidated_reason, created_at, updated_at, uid"
 )
+# Schema version 4 adds ``robot_id``, which recall filters on (robot scoping).
+_TRACKED = _TRACKED_V3 + ", robot_id"
 _LOG_CHANGE = (
     "INSERT OR REPLACE INTO memory_changes (memory_id, seq) "
     "VALUES ({}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_changes))"
@@ -156,7 +160,7 @@ def _migrate_v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_memory_changes_seq ON memory_changes(seq)")
     triggers = {
         "memories_logged_insert": ("AFTER INSERT ON memories", "NEW.id"),
-        "memories_logged_update": (f"AFTER UPDATE OF {_TRACKED} ON memories", "NEW.id"),
+        "memories_logged_update": (f"AFTER UPDATE OF {_TRACKED_V3} ON memories", "NEW.id"),
         "memories_logged_delete": ("AFTER DELETE ON memories", "OLD.id"),
         "memory_tags_logged_insert": ("AFTER INSERT ON memory_tags", "NEW.memory_id"),
         "memory_tags_logged_delete": ("AFTER DELETE ON memory_tags", "OLD.memory_id"),
@@ -165,7 +169,77 @@ def _migrate_v3(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE TRIGGER {name} {event} BEGIN {_LOG_CHANGE.format(memory_id)}; END")
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2, _migrate_v3)
+def derived_robot_id(store_id: str) -> str:
+    """Return the robot id a store names itself by when no ``robot_id`` is set: host name and store id."""
+    host = "".join(ch for ch in socket.gethostname() if ch.isprintable() and not ch.isspace())[:64]
+    return f"{host or 'robot'}-{store_id[:8]}"
+
+
+_SESSION_LOG = (
+    "INSERT OR REPLACE INTO session_changes (session_id, seq) "
+    "VALUES ({}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM session_changes))"
+)
+
+
+def _migrate_v4(conn: sqlite3.Connection) -> None:
+    """Fleet identity and sync: ``robot_id`` per memory, the store's own id, change logs and peer cursors.
+
+    ``meta.store_id`` (random, never changes) names this file as a sync peer; ``meta.robot_id`` is the
+    robot its memories belong to unless the ``robot_id`` setting says otherwise. Memories written before
+    this version belong to that robot. ``session_changes`` does for sessions what ``memory_changes``
+    does for memories, so a sync reads only what changed; ``sync_peers`` keeps, per peer store, how far
+    this store has pushed its own changes and pulled the peer's.
+    """
+    store_id = uuid.uuid4().hex
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', :id)", {"id": store_id})
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('robot_id', :robot)",
+        {"robot": derived_robot_id(store_id)},
+    )
+    conn.execute("ALTER TABLE memories ADD COLUMN robot_id TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE memories SET robot_id = (SELECT value FROM meta WHERE key = 'robot_id')")
+    conn.execute("CREATE INDEX idx_mem_robot ON memories(robot_id)")
+    conn.execute("DROP TRIGGER memories_logged_update")
+    conn.execute(
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED} ON memories "
+        f"BEGIN {_LOG_CHANGE.format('NEW.id')}; END"
+    )
+    conn.execute("CREATE TABLE session_changes (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
+    conn.execute("CREATE INDEX idx_session_changes_seq ON session_changes(seq)")
+    triggers = {
+        "sessions_logged_insert": "AFTER INSERT ON sessions",
+        "sessions_logged_update": "AFTER UPDATE ON sessions",
+        "session_outcomes_logged_insert": "AFTER INSERT ON session_outcomes",
+        "session_outcomes_logged_update": "AFTER UPDATE ON session_outcomes",
+    }
+    for name, event in triggers.items():
+        column = "NEW.id" if event.endswith(" sessions") else "NEW.session_id"
+        conn.execute(f"CREATE TRIGGER {name} {event} BEGIN {_SESSION_LOG.format(column)}; END")
+    conn.execute(
+        "INSERT INTO session_changes (session_id, seq) "
+        "SELECT id, ROW_NUMBER() OVER (ORDER BY created_at, id) FROM sessions"
+    )
+    # Memories older than the change log (schema version 2 files) get a row, so a sync sees them.
+    conn.execute(
+        "INSERT INTO memory_changes (memory_id, seq) "
+        "SELECT id, (SELECT COALESCE(MAX(seq), 0) FROM memory_changes) + ROW_NUMBER() OVER (ORDER BY id) "
+        "FROM memories WHERE id NOT IN (SELECT memory_id FROM memory_changes)"
+    )
+    conn.execute(
+        "CREATE TABLE sync_peers ("
+        "peer TEXT PRIMARY KEY, location TEXT NOT NULL, "
+        "pushed_memories INTEGER NOT NULL DEFAULT 0, pushed_sessions INTEGER NOT NULL DEFAULT 0, "
+        "pulled_memories INTEGER NOT NULL DEFAULT 0, pulled_sessions INTEGER NOT NULL DEFAULT 0, "
+        "synced_at TEXT)"
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_v1,
+    _migrate_v2,
+    _migrate_v3,
+    _migrate_v4,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

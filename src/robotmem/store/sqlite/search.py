@@ -210,6 +210,15 @@ def contexts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str
     return found
 
 
+def from_robot(conn: sqlite3.Connection, ids: Sequence[int], robot_id: str) -> set[int]:
+    """Return the ids among ``ids`` of memories of the robot ``robot_id``."""
+    found: set[int] = set()
+    for marks, keyed in id_chunks(ids):
+        sql = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND m.robot_id = :robot_id"
+        found.update(int(r[0]) for r in conn.execute(sql, {**keyed, "robot_id": robot_id}))
+    return found
+
+
 def select_ids(
     conn: sqlite3.Connection, predicate: str, params: dict[str, Any], *, newest_first: bool, limit: int | None
 ) -> list[int]:

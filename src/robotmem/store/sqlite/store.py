@@ -27,7 +27,16 @@ from robotmem.store.sqlite.connection import describe_error, is_read_only, open_
 from robotmem.store.sqlite.memories import register_functions
 from robotmem.store.sqlite.migrations import migrate
 from robotmem.store.sqlite.mirror import RecallMirror
-from robotmem.store.sqlite.tables import Browse, Jobs, Maintenance, Memories, Sessions, Transfer, Vectors
+from robotmem.store.sqlite.tables import (
+    Browse,
+    Jobs,
+    Maintenance,
+    Memories,
+    Sessions,
+    Sync,
+    Transfer,
+    Vectors,
+)
 from robotmem.store.sqlite.vectors import MirroredIndex
 
 T = TypeVar("T")
@@ -46,6 +55,7 @@ class SqliteTx:
         self.transfer = Transfer(conn)
         self.browse = Browse(conn)
         self.maintenance = Maintenance(conn)
+        self.sync = Sync(conn)
 
     def candidates(self, scope: RecallScope) -> SqlCandidates:
         """Recall channels over ``scope``: from the mirror (synced now) or, without one, from SQL."""

@@ -14,7 +14,7 @@ from typing import Any
 from robotmem.consolidation import Candidate
 from robotmem.records import IntegrityReport, Memory, MemoryQuery, NewMemory, Session, SessionRow
 from robotmem.results import CollectionSummary
-from robotmem.store.protocol import EmbeddedText, FloatArray, VectorQuery
+from robotmem.store.protocol import EmbeddedText, FloatArray, StoreIdentity, SyncCursor, VectorQuery
 from robotmem.store.sqlite import (
     browse,
     health,
@@ -23,6 +23,7 @@ from robotmem.store.sqlite import (
     reembedding,
     search,
     sessions,
+    sync,
     transfer,
 )
 from robotmem.store.sqlite import vectors as vector_rows
@@ -233,6 +234,39 @@ class Transfer:
 
     def write_session(self, fields: dict[str, Any], outcome: dict[str, Any] | None) -> None:
         transfer.write_session(self._conn, fields, outcome)
+
+
+class Sync:
+    """``SyncRows`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def identity(self) -> StoreIdentity:
+        return sync.identity(self._conn)
+
+    def last_change(self) -> tuple[int, int]:
+        return sync.last_change(self._conn)
+
+    def changed_memories(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        return sync.changed_memories(self._conn, after, limit)
+
+    def changed_sessions(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        return sync.changed_sessions(self._conn, after, limit)
+
+    def memories_by_uid(
+        self, uids: Sequence[str], *, with_vectors: bool = False
+    ) -> dict[str, tuple[int, dict[str, Any]]]:
+        return sync.memories_by_uid(self._conn, uids, with_vectors=with_vectors)
+
+    def sessions_by_id(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return sync.sessions_by_id(self._conn, session_ids)
+
+    def cursor(self, peer: str) -> SyncCursor:
+        return sync.cursor(self._conn, peer)
+
+    def save_cursor(self, peer: str, location: str, cursor: SyncCursor, now: str) -> None:
+        sync.save_cursor(self._conn, peer, location, cursor, now)
 
 
 class Browse:

@@ -36,7 +36,7 @@ def columns(conn: sqlite3.Connection, table: str) -> list[str]:
 # ---- export ----------------------------------------------------------------------------------------
 
 
-def _row_dict(names: Sequence[str], row: Sequence[Any], json_columns: frozenset[str]) -> dict[str, Any]:
+def row_dict(names: Sequence[str], row: Sequence[Any], json_columns: frozenset[str]) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for name, value in zip(names, row, strict=True):
         record[name] = json.loads(value) if name in json_columns and isinstance(value, str) else value
@@ -63,17 +63,23 @@ def iter_sessions(conn: sqlite3.Connection, collection: str | None) -> Iterator[
         {"collection": collection},
     ).fetchall()
     for row in rows:
-        record = _row_dict(names, row, SESSION_JSON_COLUMNS)
-        outcome = conn.execute(
-            f"SELECT {', '.join(outcome_names)} FROM session_outcomes WHERE session_id = :id",
-            {"id": record["id"]},
-        ).fetchone()
-        if outcome is None:
-            record["outcome"] = None
-        else:
-            record["outcome"] = _row_dict(outcome_names, outcome, SESSION_JSON_COLUMNS)
-            record["outcome"].pop("session_id", None)
-        yield record
+        yield session_record(conn, row_dict(names, row, SESSION_JSON_COLUMNS), outcome_names)
+
+
+def session_record(
+    conn: sqlite3.Connection, record: dict[str, Any], outcome_names: Sequence[str]
+) -> dict[str, Any]:
+    """Return the session ``record`` (a row of ``sessions`` as a dict) with its ``outcome`` (or None)."""
+    outcome = conn.execute(
+        f"SELECT {', '.join(outcome_names)} FROM session_outcomes WHERE session_id = :id",
+        {"id": record["id"]},
+    ).fetchone()
+    if outcome is None:
+        record["outcome"] = None
+    else:
+        record["outcome"] = row_dict(outcome_names, outcome, SESSION_JSON_COLUMNS)
+        record["outcome"].pop("session_id", None)
+    return record
 
 
 def iter_memories(
@@ -97,13 +103,13 @@ def iter_memories(
         ).fetchall()
         if not rows:
             return
-        records = [_row_dict(names, row, MEMORY_JSON_COLUMNS) for row in rows]
+        records = [row_dict(names, row, MEMORY_JSON_COLUMNS) for row in rows]
         ids = [int(r["id"]) for r in records]
         after = ids[-1]
-        yield from _complete(conn, records, ids, model if with_vectors else None)
+        yield from complete_records(conn, records, ids, model if with_vectors else None)
 
 
-def _complete(
+def complete_records(
     conn: sqlite3.Connection, records: list[dict[str, Any]], ids: list[int], model: tuple[str, int] | None
 ) -> Iterator[dict[str, Any]]:
     marks = _marks(ids)
