@@ -88,6 +88,7 @@ class Tuning:
     neighbour_share: float = 0.0
     episode_share: float = 0.0
     context_boost: float = 0.0
+    own_robot_boost: float = 1.0
 
     @property
     def scoring(self) -> Scoring:
@@ -101,7 +102,6 @@ class Tuning:
             episode_share=self.episode_share,
             context_boost=self.context_boost,
         )
-    own_robot_boost: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
