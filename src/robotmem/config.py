@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -93,6 +94,8 @@ class Settings:
     # Recall score factor of the robot's own memories among the fleet's (docs/fleet.md, measured there).
     own_robot_boost: float = 1.2
     # Storage
+    # A PostgreSQL store (docs/fleet.md): postgresql://user@host:port/dbname; "" = the SQLite file above.
+    database_url: str = ""
     busy_timeout_ms: int = 5000
     write_retries: int = 8
     log_level: str = "WARNING"
@@ -275,6 +278,11 @@ def web_allowed_hosts(settings: Settings) -> list[str]:
     return [host.strip().lower() for host in settings.web_allowed_hosts.split(",")]
 
 
+def _redacted(dsn: str) -> str:
+    """``dsn`` without a password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", dsn)
+
+
 def _checked(settings: Settings) -> Settings:
     check_ranges(settings)
     if settings.embed_backend not in EMBED_BACKENDS:
@@ -292,6 +300,10 @@ def _checked(settings: Settings) -> Settings:
     ):
         raise _out_of_range(
             "robot_id", settings.robot_id, "at most 200 printable characters without spaces or commas"
+        )
+    if settings.database_url and not settings.database_url.startswith(("postgresql://", "postgres://")):
+        raise _out_of_range(
+            "database_url", _redacted(settings.database_url), "a postgresql://user@host:port/dbname address or empty"
         )
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise _out_of_range("log_level", settings.log_level, "one of DEBUG INFO WARNING ERROR CRITICAL")

@@ -206,10 +206,16 @@ def numbers_query(text: str) -> str | None:
     segment, and long numbers are the rare ones), so other texts may match too. Returns None when
     ``text`` has no number in ASCII digits.
     """
+    terms = [f'("{digits}" OR "{prefix}"*)' for digits, prefix in number_terms(text)]
+    return " AND ".join(terms) or None
+
+
+def number_terms(text: str) -> list[tuple[str, str]]:
+    """Return ``(digits, prefix)`` for the two longest numbers of ``text`` (see ``numbers_query``): an
+    indexed text with the same number holds the token ``digits`` or a token starting with ``prefix``."""
     written = {value.lstrip("-") for value in numbers(text)}
     longest = sorted((d for d in written if _ASCII_NUMBER.fullmatch(d)), key=lambda d: (-len(d), d))[:2]
-    terms = [f'("{d}" OR "{d}0"*)' if "." in d else f'("{d}" OR "{d}.0"*)' for d in longest]
-    return " AND ".join(terms) or None
+    return [(d, f"{d}0" if "." in d else f"{d}.0") for d in longest]
 
 
 def jaccard(left: frozenset[str], right: frozenset[str]) -> float:

@@ -13,10 +13,7 @@ from hypothesis import strategies as st
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.dedup import SCREEN_LIMIT, find_jaccard_duplicate, same_experience, same_experience_as
-from robotmem.store.sqlite import search
 from robotmem.text import jaccard, word_set
-
-WHERE = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -44,13 +41,15 @@ def test_probe_candidates_hold_every_row_above_the_threshold(bm25_memory: RobotM
         bm25_memory.learn(text)
     probe_text = "Push episode 7: block moved 0.8 m with the arm fully extended today"
 
-    def work(conn):  # type: ignore[no-untyped-def]
-        params = {"p_collection": bm25_memory.collection}
-        probed = search.jaccard_candidates(conn, probe_text, WHERE, params, 100, 0.7)
-        rows = conn.execute("SELECT id, content FROM memories").fetchall()
-        return {m for m, _ in probed}, rows
+    def work(tx):  # type: ignore[no-untyped-def]
+        probed = tx.memories.jaccard_candidates(bm25_memory.collection, probe_text, 100, 0.7)
+        rows = [
+            (r["memory"]["id"], r["memory"]["content"])
+            for r in tx.transfer.iter_memories(None, with_vectors=False)
+        ]
+        return set(probed), rows
 
-    probed, rows = bm25_memory.engine.read(lambda tx: work(tx.conn))
+    probed, rows = bm25_memory.engine.read(work)
     above = {m for m, content in rows if jaccard(word_set(probe_text), word_set(content)) >= 0.7}
     assert above
     assert above <= probed
@@ -60,9 +59,7 @@ def test_a_text_of_unknown_words_has_no_candidates(bm25_memory: RobotMemory) -> 
     bm25_memory.learn("grip_force 12 N holds the mug")
 
     found = bm25_memory.engine.read(
-        lambda tx: search.jaccard_candidates(
-            tx.conn, "zebra quokka axolotl", WHERE, {"p_collection": bm25_memory.collection}, 20, 0.7
-        )
+        lambda tx: tx.memories.jaccard_candidates(bm25_memory.collection, "zebra quokka axolotl", 20, 0.7)
     )
     assert found == []
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import numpy as np
 import pytest
-from tests.conftest import FakeClock, table_counts
+from tests.conftest import FakeClock, stored_vector, table_counts
 
 from robotmem import ConflictError, NotFoundError, RobotMemory, ValidationError
 
@@ -76,11 +74,8 @@ def test_update_changes_what_bm25_and_vectors_find(real_memory: RobotMemory, bun
     new = real_memory.recall("suction grip on dusty boxes", n=3)["memories"]
     assert new[0]["id"] == target and new[0]["matched_by"] == ["text", "vector"]
 
-    conn = sqlite3.connect(real_memory.path)
-    blob = conn.execute("SELECT embedding FROM memory_vectors WHERE memory_id = ?", (target,)).fetchone()[0]
-    conn.close()
     expected = bundled_embedder.embed_one("suction cups lose grip on dusty cardboard boxes")
-    assert np.allclose(np.frombuffer(blob, dtype="<f4"), expected, atol=1e-6)
+    assert np.allclose(stored_vector(real_memory, target), expected, atol=1e-6)
 
 
 def test_update_replaces_context_only_when_given(memory: RobotMemory) -> None:

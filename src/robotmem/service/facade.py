@@ -58,14 +58,15 @@ from robotmem.service import (
 from robotmem.service.backfill import DEFAULT_BATCH_SIZE, BackgroundBackfill, Progress
 from robotmem.service.engine import Engine, iso, utc_now
 from robotmem.service.transfer import IMPORT_BATCH_SIZE
-from robotmem.store import open_store
+from robotmem.store import is_server_address, open_store
 from robotmem.validation import parse_name
 
 
 class RobotMemory:
-    """Experience memory on one SQLite file.
+    """Experience memory on one SQLite file, or on a PostgreSQL server shared by a fleet.
 
-    ``db_path`` defaults to ``$ROBOTMEM_HOME/memory.db``; ``collection`` is where writes go and
+    ``db_path`` defaults to ``$ROBOTMEM_HOME/memory.db`` (or the ``database_url`` setting); a
+    ``postgresql://`` address there opens a PostgreSQL store (extra ``robotmem[postgres]``); ``collection`` is where writes go and
     recall looks unless told otherwise; ``embed_backend`` overrides the configured backend
     (``auto``, ``bundled``, ``onnx``, ``ollama``, ``openai``, ``hash``, ``none``). Settings not
     given come from ``load_settings(os.environ)``. Every method returns the JSON-ready dict of
@@ -83,14 +84,20 @@ class RobotMemory:
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         base = settings if settings is not None else load_settings(os.environ)
+        location = os.fspath(db_path) if db_path is not None else None
+        server = location is not None and is_server_address(location)
         chosen = base.replace(
-            db_path=Path(db_path).expanduser() if db_path is not None else None,
+            db_path=Path(location).expanduser() if location is not None and not server else None,
+            # A file given here is used even when the settings name a server, and a server address
+            # given here is used instead of the settings' file.
+            database_url=location if server else ("" if location is not None else None),
             collection=parse_name("collection", collection) if collection is not None else None,
             embed_backend=embed_backend,
         )
         self.path = chosen.database
         self.collection = chosen.collection
         store = open_store(chosen, lambda: iso(clock()))
+        self.location = store.location
         self._engine = Engine(store, chosen, embedder=embedder, clock=clock)
         self._background = BackgroundBackfill(self._engine)
 

@@ -30,7 +30,7 @@ from robotmem.merge import LOCAL_MEMORY_FIELDS, incoming_wins, memory_rank, sess
 from robotmem.results import SyncResult
 from robotmem.serialize import synced_result
 from robotmem.service.engine import Engine
-from robotmem.store import open_store
+from robotmem.store import is_server_address, open_store
 from robotmem.store.protocol import Store, StoreTx, SyncCursor
 from robotmem.text import index_text
 from robotmem.validation import parse_text
@@ -135,19 +135,13 @@ def open_fleet(engine: Engine, location: str) -> Store:
     Raises ``ValidationError`` for a DSN no installed engine serves, ``DatabaseError`` when it cannot be opened.
     """
     settings = engine.settings
-    names = {f.name for f in dataclasses.fields(settings)}
-    if "://" in location:
-        if "database_url" not in names:
-            scheme = location.split("://", 1)[0]
-            raise ValidationError(
-                f"fleet: {scheme}:// stores need an engine this robotmem lacks; give the path of a SQLite file"
-            )
+    if is_server_address(location):
         chosen = settings.replace(database_url=location)
     else:
         path = Path(location).expanduser()
         if not path.parent.is_dir():
             raise ValidationError(f"fleet: the directory of {path} does not exist")
-        chosen = settings.replace(db_path=path, **({"database_url": ""} if "database_url" in names else {}))
+        chosen = settings.replace(db_path=path, database_url="")
     return open_store(chosen, engine.now)
 
 

@@ -1,0 +1,504 @@
+"""Web UI queries and maintenance on PostgreSQL: the ``BrowseQueries`` and ``Maintenance`` of the contract.
+
+The queries are the SQLite engine's (``store/sqlite/browse.py``, ``maintenance.py``) in PostgreSQL's
+JSON functions. The checks look at what can disagree here: the stored terms and the text, the inline
+vectors and the marks, sessions, lineage, times and confidences. The server checks its own files, so
+``integrity`` reports ``ok`` when every table could be read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+
+from robotmem.records import IntegrityReport, Memory, MemoryQuery, SessionRow
+from robotmem.results import CollectionSummary
+from robotmem.store.postgres import text_index
+from robotmem.store.postgres.memories import Memories, row_to_session
+from robotmem.store.postgres.schema import SCHEMA_VERSION
+from robotmem.store.postgres.vectors import stored_model
+from robotmem.text import index_text
+from robotmem.validation import is_stored_timestamp, read_timestamp
+
+_SUCCESS = "(m.context -> 'task' -> 'success')"
+_FAILED = f"(json_typeof({_SUCCESS}) = 'boolean' AND {_SUCCESS}::text = 'false')"
+_SUCCEEDED = f"(json_typeof({_SUCCESS}) = 'boolean' AND {_SUCCESS}::text = 'true')"
+_FAILURE_PREDICATE = (
+    f"({_FAILED} OR EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id AND t.tag = 'failure') "
+    "OR m.category IN ('root_cause', 'postmortem', 'gotcha'))"
+)
+_SESSION_SELECT = (
+    "SELECT s.id, s.collection, s.context, s.status, s.created_at, s.ended_at, o.outcome_score, s.summary, "
+    "(SELECT COUNT(*) FROM memories m WHERE m.session_id = s.id AND m.status != 'invalidated'), "
+    "(SELECT COUNT(*) FROM memories m WHERE m.session_id = s.id AND m.status != 'invalidated' "
+    f" AND {_SUCCEEDED}), "
+    "(SELECT COUNT(*) FROM memories m WHERE m.session_id = s.id AND m.status != 'invalidated' "
+    f" AND {_FAILED}) "
+    "FROM sessions s LEFT JOIN session_outcomes o ON o.session_id = s.id"
+)
+
+
+def memory_predicate(query: MemoryQuery) -> tuple[str, dict[str, Any]]:
+    """Return the SQL predicate over ``memories m`` and its parameters for ``query``."""
+    parts = ["TRUE"]
+    params: dict[str, Any] = {}
+    equal = {
+        "m.collection": query.collection,
+        "m.type": query.type,
+        "m.status": query.status,
+        "m.category": query.category,
+        "m.perception_type": query.perception_type,
+        "m.session_id": query.session_id,
+    }
+    for number, (column, value) in enumerate(equal.items()):
+        if value is not None:
+            parts.append(f"{column} = %(eq{number})s")
+            params[f"eq{number}"] = value
+    bounds = (
+        ("m.confidence >=", "min_confidence", query.min_confidence),
+        ("m.confidence <=", "max_confidence", query.max_confidence),
+        ("m.created_at >=", "since", query.since),
+        ("m.created_at <", "until", query.until),
+    )
+    for comparison, name, bound in bounds:
+        if bound is not None:
+            parts.append(f"{comparison} %({name})s")
+            params[name] = bound
+    return " AND ".join(parts), params
+
+
+class Browse:
+    """``BrowseQueries`` on PostgreSQL."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def _one(self, sql: str, params: Any = None) -> int:
+        row = self._conn.execute(sql, params).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def list_memories(self, query: MemoryQuery, limit: int, offset: int) -> tuple[list[Memory], int]:
+        where, params = memory_predicate(query)
+        total = self._one(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
+        order = "DESC" if query.newest_first else "ASC"
+        ids = [
+            int(r[0])
+            for r in self._conn.execute(
+                f"SELECT m.id FROM memories m WHERE {where} ORDER BY m.created_at {order}, m.id {order} "
+                "LIMIT %(page_limit)s OFFSET %(page_offset)s",
+                {**params, "page_limit": limit, "page_offset": offset},
+            )
+        ]
+        found = Memories(self._conn).fetch(ids)
+        return [found[m] for m in ids if m in found], total
+
+    def totals(self, collection: str | None, since: str) -> dict[str, Any]:
+        scope = "(%(collection)s::text IS NULL OR collection = %(collection)s)"
+        bound = {"collection": collection, "since": since}
+
+        def grouped(sql: str) -> dict[str, int]:
+            return {str(key): int(count) for key, count in self._conn.execute(sql, bound)}
+
+        return {
+            "by_status": grouped(
+                f"SELECT status, COUNT(*) FROM memories WHERE {scope} GROUP BY status ORDER BY 1"
+            ),
+            "by_type": grouped(
+                f"SELECT type, COUNT(*) FROM memories WHERE {scope} AND status = 'active' GROUP BY type ORDER BY 1"
+            ),
+            "created_since": self._one(
+                f"SELECT COUNT(*) FROM memories WHERE {scope} AND created_at >= %(since)s", bound
+            ),
+            "sessions": grouped(
+                f"SELECT status, COUNT(*) FROM sessions WHERE {scope} GROUP BY status ORDER BY 1"
+            ),
+        }
+
+    def category_counts(self, collection: str | None) -> list[tuple[str, int]]:
+        rows = self._conn.execute(
+            "SELECT category, COUNT(*) AS n FROM memories WHERE status = 'active' "
+            "AND (%(c)s::text IS NULL OR collection = %(c)s) GROUP BY category ORDER BY n DESC, category",
+            {"c": collection},
+        )
+        return [(str(category), int(count)) for category, count in rows]
+
+    def collection_rows(self) -> list[CollectionSummary]:
+        rows = self._conn.execute(
+            "SELECT name, SUM(total), SUM(active), SUM(sessions), MAX(last_at) FROM ("
+            " SELECT collection AS name, COUNT(*) AS total, COUNT(*) FILTER (WHERE status = 'active') AS active, "
+            " 0 AS sessions, MAX(created_at) AS last_at FROM memories GROUP BY collection"
+            " UNION ALL"
+            " SELECT collection, 0, 0, COUNT(*), MAX(created_at) FROM sessions GROUP BY collection"
+            ") x GROUP BY name ORDER BY name"
+        )
+        return [
+            {
+                "collection": str(name),
+                "memories": int(total or 0),
+                "active": int(active or 0),
+                "sessions": int(session_count or 0),
+                "last_at": last_at,
+            }
+            for name, total, active, session_count, last_at in rows
+        ]
+
+    def _session_rows(self, where: str, params: dict[str, Any], tail: str) -> list[SessionRow]:
+        rows = self._conn.execute(f"{_SESSION_SELECT} WHERE {where} {tail}", params)
+        return [SessionRow(row_to_session(row), int(row[8]), int(row[9]), int(row[10])) for row in rows]
+
+    def list_sessions(
+        self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
+    ) -> tuple[list[SessionRow], int]:
+        where = (
+            "(%(collection)s::text IS NULL OR s.collection = %(collection)s) "
+            "AND (%(status)s::text IS NULL OR s.status = %(status)s)"
+        )
+        params: dict[str, Any] = {"collection": collection, "status": status}
+        total = self._one(f"SELECT COUNT(*) FROM sessions s WHERE {where}", params)
+        order = "DESC" if newest_first else "ASC"
+        page = self._session_rows(
+            where,
+            {**params, "page_limit": limit, "page_offset": offset},
+            f"ORDER BY s.created_at {order}, s.id {order} LIMIT %(page_limit)s OFFSET %(page_offset)s",
+        )
+        return page, total
+
+    def session_row(self, session_id: str) -> SessionRow | None:
+        found = self._session_rows("s.id = %(id)s", {"id": session_id}, "")
+        return found[0] if found else None
+
+    def session_memory_ids(self, session_id: str) -> list[int]:
+        rows = self._conn.execute(
+            "SELECT id FROM memories WHERE session_id = %s ORDER BY created_at, id", (session_id,)
+        )
+        return [int(r[0]) for r in rows]
+
+    def failed_sessions(self, collection: str | None, max_outcome: float, limit: int) -> list[SessionRow]:
+        where = (
+            "(%(collection)s::text IS NULL OR s.collection = %(collection)s) AND s.status = 'ended' AND "
+            "(o.outcome_score < %(max_outcome)s OR EXISTS (SELECT 1 FROM memories m WHERE m.session_id = s.id "
+            f" AND m.status != 'invalidated' AND {_FAILED}))"
+        )
+        return self._session_rows(
+            where,
+            {"collection": collection, "max_outcome": max_outcome, "limit": limit},
+            "ORDER BY s.created_at DESC, s.id DESC LIMIT %(limit)s",
+        )
+
+    def failure_memory_ids(self, collection: str | None, limit: int) -> list[int]:
+        rows = self._conn.execute(
+            "SELECT m.id FROM memories m WHERE m.status = 'active' "
+            f"AND (%(collection)s::text IS NULL OR m.collection = %(collection)s) AND {_FAILURE_PREDICATE} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s",
+            {"collection": collection, "limit": limit},
+        )
+        return [int(r[0]) for r in rows]
+
+    def spatial_fields(self, collection: str | None) -> list[str]:
+        rows = self._conn.execute(
+            "SELECT DISTINCT j.key FROM memories m, json_each(m.context -> 'spatial') AS j "
+            "WHERE m.status = 'active' AND json_typeof(m.context -> 'spatial') = 'object' "
+            "AND (%(c)s::text IS NULL OR m.collection = %(c)s) AND json_typeof(j.value) = 'array' "
+            'ORDER BY j.key COLLATE "C"',
+            {"c": collection},
+        )
+        return [f"spatial.{r[0]}" for r in rows]
+
+    def spatial_points(
+        self, key: str, collection: str | None, limit: int
+    ) -> list[tuple[int, str, list[Any], Any]]:
+        point = "(m.context -> 'spatial' -> %(key)s::text)"
+        rows = self._conn.execute(
+            f"SELECT m.id, m.content, {point}::text, {_SUCCESS}::text, json_typeof({_SUCCESS}) FROM memories m "
+            f"WHERE m.status = 'active' AND json_typeof({point}) = 'array' "
+            "AND (%(c)s::text IS NULL OR m.collection = %(c)s) ORDER BY m.id DESC LIMIT %(limit)s",
+            {"key": key, "c": collection, "limit": limit},
+        )
+        points: list[tuple[int, str, list[Any], Any]] = []
+        for memory_id, content, raw, success, success_type in rows:
+            flag = None if success_type != "boolean" else success == "true"
+            points.append((int(memory_id), str(content), json.loads(raw), flag))
+        return points
+
+
+# ---- maintenance ---------------------------------------------------------------------------------
+
+_CHECKS: dict[str, tuple[str, str]] = {
+    # name: (id expression, FROM ... WHERE ...) of the offending rows
+    "fts_missing": ("m.id", "FROM memories m WHERE m.status = 'active' AND m.terms IS NULL"),
+    "fts_orphaned": ("m.id", "FROM memories m WHERE m.status != 'active' AND m.terms IS NOT NULL"),
+    "vectors_stale": ("m.id", "FROM memories m WHERE m.embedding IS NOT NULL AND m.status != 'active'"),
+    "vectors_orphaned": ("m.id", "FROM memories m WHERE FALSE"),  # vectors live in their memory's row
+    "vectors_missing_for_marked": (
+        "m.id",
+        "FROM memories m WHERE m.embedding_model IS NOT NULL AND m.embedding IS NULL",
+    ),
+    "vectors_unmarked": (
+        "m.id",
+        "FROM memories m WHERE m.status = 'active' AND m.embedding IS NOT NULL AND m.embedding_model IS NULL",
+    ),
+    "tags_dangling": (
+        "DISTINCT t.memory_id",
+        "FROM memory_tags t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = t.memory_id)",
+    ),
+    "payloads_dangling": (
+        "p.memory_id",
+        "FROM perception_payloads p WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = p.memory_id)",
+    ),
+    "sessions_missing": (
+        "s.id",
+        "FROM (SELECT DISTINCT session_id AS id FROM memories WHERE session_id IS NOT NULL "
+        "UNION SELECT session_id FROM session_outcomes) s WHERE NOT EXISTS "
+        "(SELECT 1 FROM sessions x WHERE x.id = s.id)",
+    ),
+    "sessions_inconsistent": (
+        "s.id",
+        "FROM sessions s WHERE (s.status = 'ended') != (s.ended_at IS NOT NULL)",
+    ),
+    "supersede_dangling": (
+        "m.id",
+        "FROM memories m WHERE m.superseded_by IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by)",
+    ),
+    "confidence_invalid": (
+        "m.id",
+        "FROM memories m WHERE NOT (m.confidence BETWEEN 0 AND 1) OR NOT (m.base_confidence BETWEEN 0 AND 1)",
+    ),
+}
+SAMPLE = 20
+
+
+def _is_time(value: Any) -> bool:
+    return value is not None and is_stored_timestamp(value)
+
+
+class Maintenance:
+    """``Maintenance`` on PostgreSQL: the index checks and their repair."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def _one(self, sql: str) -> int:
+        row = self._conn.execute(sql).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _bad_times(self) -> tuple[list[int], list[str]]:
+        memories = [
+            int(memory_id)
+            for memory_id, created, updated, accessed in self._conn.execute(
+                "SELECT id, created_at, updated_at, last_accessed FROM memories ORDER BY id"
+            )
+            if not (_is_time(created) and _is_time(updated) and (accessed is None or _is_time(accessed)))
+        ]
+        sessions = [
+            str(session_id)
+            for session_id, created, ended in self._conn.execute(
+                "SELECT id, created_at, ended_at FROM sessions ORDER BY id"
+            )
+            if not (_is_time(created) and (ended is None or _is_time(ended)))
+        ]
+        return memories, sessions
+
+    def _fts_stale(self) -> list[int]:
+        """Active memories whose stored terms differ from what their content gives now."""
+        stale: list[int] = []
+        rows = self._conn.execute(
+            "SELECT id, content, terms::text FROM memories WHERE status = 'active' AND terms IS NOT NULL "
+            "ORDER BY id"
+        ).fetchall()
+        for start in range(0, len(rows), 1000):
+            block = rows[start : start + 1000]
+            expected = [text_index.encode(index_text(content)).vector for _, content, _ in block]
+            # The server's own text of each expected vector, so both sides are written alike.
+            normalised = self._conn.execute(
+                "SELECT e::tsvector::text FROM unnest(%s::text[]) WITH ORDINALITY AS x(e, n) ORDER BY n",
+                (expected,),
+            ).fetchall()
+            stale += [
+                int(memory_id)
+                for (memory_id, _, terms), (want,) in zip(block, normalised, strict=True)
+                if terms != want
+            ]
+        return stale
+
+    def check(self) -> IntegrityReport:
+        counts: dict[str, int] = {}
+        samples: dict[str, list[Any]] = {}
+        for name, (column, body) in _CHECKS.items():
+            counts[name] = self._one(f"SELECT COUNT(*) FROM (SELECT {column} {body}) x")
+            samples[name] = [r[0] for r in self._conn.execute(f"SELECT {column} {body} LIMIT {SAMPLE}")]
+        bad_memories, bad_sessions = self._bad_times()
+        counts["times_invalid"], samples["times_invalid"] = len(bad_memories), bad_memories[:SAMPLE]
+        counts["session_times_invalid"], samples["session_times_invalid"] = (
+            len(bad_sessions),
+            bad_sessions[:SAMPLE],
+        )
+        stale = self._fts_stale()
+        samples["fts_stale"] = stale[:SAMPLE]
+        rows = {
+            "memories": self._one("SELECT COUNT(*) FROM memories"),
+            "active": self._one("SELECT COUNT(*) FROM memories WHERE status = 'active'"),
+            "fts": self._one("SELECT COUNT(*) FROM memories WHERE terms IS NOT NULL"),
+            "vectors": self._one("SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL"),
+            "sessions": self._one("SELECT COUNT(*) FROM sessions"),
+        }
+        return IntegrityReport(
+            integrity=("ok",),
+            foreign_keys=0,
+            counts=counts,
+            samples=samples,
+            fts_stale=len(stale),
+            active_without_vector=self._one(
+                "SELECT COUNT(*) FROM memories WHERE status = 'active' AND embedding_model IS NULL"
+            ),
+            rows=rows,
+        )
+
+    def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]:
+        conn = self._conn
+        actions: dict[str, Any] = {"reindexed": False}
+        rows = conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id").fetchall()
+        actions["fts_rows_indexed"] = text_index.rebuild(conn, ((int(m), index_text(c)) for m, c in rows))
+        stale = conn.execute(
+            "UPDATE memories SET embedding = NULL, embedding_model = NULL "
+            "WHERE embedding IS NOT NULL AND status != 'active'"
+        ).rowcount
+        unmarked = conn.execute(
+            "UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL AND embedding IS NULL"
+        ).rowcount
+        model = stored_model(conn)
+        remarked = 0
+        if model is not None:
+            remarked = conn.execute(
+                "UPDATE memories SET embedding_model = %s WHERE status = 'active' AND embedding IS NOT NULL "
+                "AND embedding_model IS NULL",
+                (model[0],),
+            ).rowcount
+        actions.update(
+            {"vectors_tombstoned": stale, "vectors_unmarked": unmarked, "vectors_remarked": remarked}
+        )
+        actions.update(self._repair_references(now))
+        actions.update(self._repair_values(now))
+        return actions
+
+    def _repair_references(self, now: str) -> dict[str, int]:
+        conn = self._conn
+        tags = conn.execute(
+            "DELETE FROM memory_tags t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = t.memory_id)"
+        ).rowcount
+        payloads = conn.execute(
+            "DELETE FROM perception_payloads p WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = p.memory_id)"
+        ).rowcount
+        column, body = _CHECKS["sessions_missing"]
+        missing = [r[0] for r in conn.execute(f"SELECT {column} {body}")]
+        for session_id in missing:
+            row = conn.execute(
+                "SELECT MIN(collection), MIN(created_at) FROM memories WHERE session_id = %s", (session_id,)
+            ).fetchone()
+            collection = row[0] if row and row[0] is not None else "default"
+            created = row[1] if row and row[1] is not None else now
+            conn.execute(
+                "INSERT INTO sessions (id, collection, context, status, summary, created_at, ended_at) "
+                "VALUES (%s, %s, '{\"recreated_by\": \"repair\"}', 'ended', NULL, %s, %s)",
+                (session_id, collection, created, now),
+            )
+        fixed = conn.execute(
+            "UPDATE sessions SET ended_at = %s WHERE status = 'ended' AND ended_at IS NULL", (now,)
+        ).rowcount
+        closed = conn.execute(
+            "UPDATE sessions SET status = 'ended' WHERE status = 'active' AND ended_at IS NOT NULL"
+        ).rowcount
+        return {
+            "tags_deleted": tags,
+            "payloads_deleted": payloads,
+            "sessions_recreated": len(missing),
+            "sessions_fixed": fixed + closed,
+            "supersede_links_cleared": 0,
+        }
+
+    def _repair_values(self, now: str) -> dict[str, int]:
+        conn = self._conn
+        normalised = replaced = 0
+        bad_memories, bad_sessions = self._bad_times()
+        for memory_id in bad_memories:
+            row = conn.execute(
+                "SELECT created_at, updated_at, last_accessed FROM memories WHERE id = %s", (memory_id,)
+            ).fetchone()
+            if row is None:
+                continue
+            created, updated, accessed = row
+            new_created, new_updated = _stored_time(created), _stored_time(updated)
+            new_accessed = None if accessed is None else _stored_time(accessed)
+            replaced += (
+                (new_created is None)
+                + (new_updated is None)
+                + (accessed is not None and new_accessed is None)
+            )
+            new_created = new_created or new_updated or now
+            new_updated = new_updated or new_created
+            normalised += 1
+            conn.execute(
+                "UPDATE memories SET created_at = %s, updated_at = %s, last_accessed = %s WHERE id = %s",
+                (new_created, new_updated, new_accessed, memory_id),
+            )
+        for session_id in bad_sessions:
+            row = conn.execute(
+                "SELECT created_at, ended_at, status FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            if row is None:
+                continue
+            created, ended, status = row
+            new_created = _stored_time(created)
+            new_ended = None if ended is None else _stored_time(ended)
+            replaced += (new_created is None) + (ended is not None and new_ended is None)
+            normalised += 1
+            conn.execute(
+                "UPDATE sessions SET created_at = %s, ended_at = %s WHERE id = %s",
+                (
+                    new_created or now,
+                    new_ended if new_ended is not None or status != "ended" else now,
+                    session_id,
+                ),
+            )
+        clamped = conn.execute(
+            "UPDATE memories SET confidence = CASE WHEN confidence = 'NaN' THEN 0 "
+            "ELSE LEAST(1, GREATEST(0, confidence)) END, base_confidence = CASE WHEN base_confidence = 'NaN' "
+            "THEN 0 ELSE LEAST(1, GREATEST(0, base_confidence)) END "
+            "WHERE NOT (confidence BETWEEN 0 AND 1) OR NOT (base_confidence BETWEEN 0 AND 1)"
+        ).rowcount
+        return {"times_normalised": normalised, "times_replaced": replaced, "confidences_clamped": clamped}
+
+    def index_report(self) -> dict[str, Any]:
+        active = self._one("SELECT COUNT(*) FROM memories WHERE status = 'active'")
+        fts_rows = self._one("SELECT COUNT(*) FROM memories WHERE terms IS NOT NULL")
+        missing = self._one("SELECT COUNT(*) FROM memories WHERE status = 'active' AND terms IS NULL")
+        version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return {
+            "expected_schema_version": SCHEMA_VERSION,
+            "schema_version": int(version[0]) if version else 0,
+            "journal_mode": "postgresql",
+            "memories": {"total": self._one("SELECT COUNT(*) FROM memories"), "active": active},
+            "sessions": self._one("SELECT COUNT(*) FROM sessions"),
+            "fts": {
+                "rows": fts_rows,
+                "missing_active": missing,
+                "in_sync": missing == 0 and fts_rows == active,
+            },
+            "vectors": {
+                "stored": self._one("SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL"),
+                "active_without_vector": self._one(
+                    "SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL AND status = 'active'"
+                ),
+                "stale": self._one(
+                    "SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND status != 'active'"
+                ),
+                "stored_model": stored_model(self._conn),
+            },
+        }
+
+
+def _stored_time(value: Any) -> str | None:
+    moment = read_timestamp(value)
+    return None if moment is None else moment.isoformat(timespec="microseconds")

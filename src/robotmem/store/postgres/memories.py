@@ -1,0 +1,427 @@
+"""Memories and sessions on PostgreSQL: the ``MemoryTable`` and ``SessionTable`` of the storage contract.
+
+The SQL follows the SQLite engine's (``store/sqlite/memories.py``, ``sessions.py``) statement by
+statement; what SQLite computed with a Python function (decay) is computed here in Python too, so both
+engines store the same values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from robotmem import strict_json
+from robotmem.consolidation import Candidate, decayed_confidence
+from robotmem.errors import ConflictError, NotFoundError
+from robotmem.records import Memory, NewMemory, Session
+from robotmem.store.postgres import text_index
+from robotmem.validation import read_timestamp
+
+COLUMNS = (
+    "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
+    "m.perception_type, m.created_at, m.updated_at, m.access_count, m.context::text, m.status, "
+    "m.superseded_by, m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, "
+    "m.invalidated_reason, m.embedding_model, m.robot_id, m.uid"
+)
+_FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = %(p_collection)s"
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text, as the SQLite engine stores it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def row_to_memory(row: Sequence[Any], tags: Sequence[str]) -> Memory:
+    """Return the ``Memory`` for a row selected with ``COLUMNS``."""
+    return Memory(
+        id=int(row[0]),
+        collection=row[1],
+        type=row[2],
+        content=row[3],
+        human_summary=row[4],
+        category=row[5],
+        confidence=row[6],
+        session_id=row[7],
+        perception_type=row[8],
+        created_at=row[9],
+        updated_at=row[10],
+        access_count=int(row[11]),
+        context=strict_json.loads(row[12]) if row[12] else {},
+        status=row[13],
+        superseded_by=None if row[14] is None else int(row[14]),
+        merged_ids=tuple(json.loads(row[15] or "[]")),
+        last_accessed=row[16],
+        scope_files=tuple(json.loads(row[17] or "[]")),
+        scope_entities=tuple(json.loads(row[18] or "[]")),
+        invalidated_reason=row[19],
+        has_embedding=row[20] is not None,
+        robot_id=row[21],
+        uid=row[22],
+        tags=tuple(tags),
+    )
+
+
+def _payload(raw: str | None) -> Any:
+    return strict_json.loads(raw) if raw is not None else None
+
+
+class Memories:
+    """``MemoryTable`` on PostgreSQL."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def insert_many(self, news: Sequence[NewMemory]) -> list[int]:
+        if not news:
+            return []
+        conn = self._conn
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, %s)",
+                (len(news),),
+            )
+        ]
+        entries = [text_index.encode(new.index_body) for new in news]
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO memories (id, collection, type, content, human_summary, content_hash, category, "
+                "confidence, base_confidence, context, scope_files, scope_entities, session_id, perception_type, "
+                "created_at, updated_at, uid, robot_id, terms, term_count) VALUES (%(id)s, %(collection)s, "
+                "%(type)s, %(content)s, %(summary)s, %(hash)s, %(category)s, %(confidence)s, %(confidence)s, "
+                "%(context)s::json, %(files)s, %(entities)s, %(session_id)s, %(perception_type)s, %(now)s, "
+                "%(now)s, %(uid)s, %(robot_id)s, %(terms)s::tsvector, %(term_count)s)",
+                [
+                    {
+                        "id": memory_id,
+                        "uid": uuid.uuid4().hex,
+                        "robot_id": new.robot_id,
+                        "collection": new.collection,
+                        "type": new.type,
+                        "content": new.content,
+                        "summary": new.human_summary,
+                        "hash": new.content_hash,
+                        "category": new.category,
+                        "confidence": new.confidence,
+                        "context": dumps(new.context),
+                        "files": dumps(list(new.scope_files)) if new.scope_files else "[]",
+                        "entities": dumps(list(new.scope_entities)) if new.scope_entities else "[]",
+                        "session_id": new.session_id,
+                        "perception_type": new.perception_type,
+                        "now": new.created_at,
+                        "terms": entry.vector,
+                        "term_count": entry.length,
+                    }
+                    for memory_id, new, entry in zip(ids, news, entries, strict=True)
+                ],
+            )
+            cursor.executemany(
+                "INSERT INTO memory_tags (memory_id, tag, source) VALUES (%s, %s, 'auto') ON CONFLICT DO NOTHING",
+                [
+                    (memory_id, tag)
+                    for memory_id, new in zip(ids, news, strict=True)
+                    for tag in dict.fromkeys(new.tags)
+                ],
+            )
+            cursor.executemany(
+                "INSERT INTO perception_payloads (memory_id, data, metadata) VALUES (%s, %s, %s)",
+                [
+                    (memory_id, new.data_json, new.metadata_json)
+                    for memory_id, new in zip(ids, news, strict=True)
+                    if new.type == "perception"
+                ],
+            )
+        text_index.note_added(conn, entries)
+        return ids
+
+    def set_tags(self, memory_id: int, tags: Sequence[str], source: str = "auto") -> None:
+        """Replace the ``source`` tags of ``memory_id`` with ``tags``."""
+        self._conn.execute(
+            "DELETE FROM memory_tags WHERE memory_id = %s AND source = %s", (memory_id, source)
+        )
+        with self._conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO memory_tags (memory_id, tag, source) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                [(memory_id, tag, source) for tag in dict.fromkeys(tags)],
+            )
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
+        if not ids:
+            return {}
+        wanted = list(ids)
+        tags: dict[int, list[str]] = {}
+        for memory_id, tag in self._conn.execute(
+            "SELECT memory_id, tag FROM memory_tags WHERE memory_id = ANY(%s) ORDER BY position", (wanted,)
+        ):
+            tags.setdefault(int(memory_id), []).append(tag)
+        return {
+            int(row[0]): row_to_memory(row, tags.get(int(row[0]), ()))
+            for row in self._conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ANY(%s)", (wanted,))
+        }
+
+    def get(self, memory_id: int) -> Memory:
+        memory = self.fetch([memory_id]).get(memory_id)
+        if memory is None:
+            raise NotFoundError(f"memory_id {memory_id}: no memory with this id")
+        return memory
+
+    def get_active(self, memory_id: int) -> Memory:
+        memory = self.get(memory_id)
+        if memory.status != "active":
+            detail = f" by memory {memory.superseded_by}" if memory.superseded_by else ""
+            raise ConflictError(
+                f"memory_id {memory_id}: the memory is {memory.status}{detail}; only active memories change"
+            )
+        return memory
+
+    def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
+        rows = self._conn.execute(
+            "SELECT id, content FROM memories WHERE id = ANY(%s) ORDER BY id", (list(ids),)
+        )
+        return [(int(m), str(c)) for m, c in rows]
+
+    def payload(self, memory_id: int) -> tuple[Any, Any]:
+        row = self._conn.execute(
+            "SELECT data, metadata FROM perception_payloads WHERE memory_id = %s", (memory_id,)
+        ).fetchone()
+        return (None, None) if row is None else (_payload(row[0]), _payload(row[1]))
+
+    def payloads(self, ids: Sequence[int]) -> dict[int, tuple[Any, Any]]:
+        if not ids:
+            return {}
+        rows = self._conn.execute(
+            "SELECT memory_id, data, metadata FROM perception_payloads WHERE memory_id = ANY(%s)",
+            (list(ids),),
+        )
+        return {int(r[0]): (_payload(r[1]), _payload(r[2])) for r in rows}
+
+    def find_exact(self, collection: str, digest: str) -> int | None:
+        row = self._conn.execute(
+            "SELECT id FROM memories WHERE content_hash = %s AND collection = %s AND status = 'active' "
+            "AND type = 'fact' ORDER BY id LIMIT 1",
+            (digest, collection),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def facts_with_numbers(self, collection: str, text: str, limit: int) -> list[tuple[int, str]] | None:
+        query = text_index.numbers_query(text)
+        if query is None:
+            return None
+        rows = self._conn.execute(
+            f"SELECT m.id, m.content FROM memories m WHERE m.terms @@ %(q)s::tsquery AND {_FACTS} "
+            "LIMIT %(limit)s",
+            {"q": query, "p_collection": collection, "limit": limit + 1},
+        ).fetchall()
+        return None if len(rows) > limit else [(int(m), str(c)) for m, c in rows]
+
+    def jaccard_candidates(self, collection: str, text: str, limit: int, threshold: float) -> list[int]:
+        from robotmem.store.postgres import candidates  # candidates reads this module's columns
+
+        return candidates.jaccard_candidates(
+            self._conn, text, _FACTS, {"p_collection": collection}, limit, threshold
+        )
+
+    def active_facts_among(self, ids: Sequence[int], collection: str) -> set[int]:
+        rows = self._conn.execute(
+            f"SELECT m.id FROM memories m WHERE m.id = ANY(%(ids)s) AND {_FACTS}",
+            {"ids": list(ids), "p_collection": collection},
+        )
+        return {int(r[0]) for r in rows}
+
+    def replace_content(
+        self,
+        memory_id: int,
+        *,
+        content: str,
+        digest: str,
+        category: str,
+        confidence: float,
+        context: dict[str, Any],
+        scope_files: tuple[str, ...],
+        scope_entities: tuple[str, ...],
+        tags: tuple[str, ...],
+        index_body: str,
+        now: str,
+    ) -> None:
+        self._conn.execute(
+            "UPDATE memories SET content = %(content)s, content_hash = %(hash)s, category = %(category)s, "
+            "confidence = %(confidence)s, base_confidence = %(confidence)s, context = %(context)s::json, "
+            "scope_files = %(files)s, scope_entities = %(entities)s, embedding_model = NULL, embedding = NULL, "
+            "updated_at = %(now)s WHERE id = %(id)s",
+            {
+                "id": memory_id,
+                "content": content,
+                "hash": digest,
+                "category": category,
+                "confidence": confidence,
+                "context": dumps(context),
+                "files": dumps(list(scope_files)),
+                "entities": dumps(list(scope_entities)),
+                "now": now,
+            },
+        )
+        text_index.replace(self._conn, memory_id, index_body)
+        self.set_tags(memory_id, tags)
+
+    def invalidate(self, memory_id: int, reason: str, now: str) -> None:
+        self._conn.execute(
+            "UPDATE memories SET status = 'invalidated', invalidated_reason = %s, updated_at = %s WHERE id = %s",
+            (reason, now, memory_id),
+        )
+        text_index.remove(self._conn, [memory_id])
+
+    def supersede(self, representative: int, merged: Sequence[int], now: str) -> None:
+        self._conn.execute(
+            "UPDATE memories SET status = 'superseded', superseded_by = %s, updated_at = %s WHERE id = ANY(%s)",
+            (representative, now, list(merged)),
+        )
+        text_index.remove(self._conn, list(merged))
+        row = self._conn.execute(
+            "SELECT merged_ids FROM memories WHERE id = %s", (representative,)
+        ).fetchone()
+        merged_ids = list(dict.fromkeys([*json.loads((row[0] if row else None) or "[]"), *merged]))
+        self._conn.execute(
+            "UPDATE memories SET merged_ids = %s, updated_at = %s WHERE id = %s",
+            (dumps(merged_ids), now, representative),
+        )
+
+    def decay(self, collection: str, now: str, protected: Sequence[str], rate: float) -> int:
+        end = read_timestamp(now)
+        if end is None or not math.isfinite(rate):
+            return 0
+        changed: list[tuple[float, int]] = []
+        with self._conn.cursor(name="robotmem_decay") as cursor:
+            cursor.itersize = 5000
+            cursor.execute(
+                "SELECT id, base_confidence, COALESCE(last_accessed, created_at), confidence FROM memories "
+                "WHERE collection = %s AND status = 'active' AND NOT (category = ANY(%s))",
+                (collection, list(protected)),
+            )
+            for memory_id, base, since, confidence in cursor:
+                start = read_timestamp(since)
+                if start is None or base is None or not math.isfinite(base):
+                    continue  # an odd row keeps its confidence; `robotmem check` reports it
+                value = decayed_confidence(float(base), (end - start).total_seconds() / 86400.0, float(rate))
+                if abs(float(confidence) - value) > 1e-9:
+                    changed.append((value, int(memory_id)))
+        if changed:
+            with self._conn.cursor() as cursor:
+                cursor.executemany("UPDATE memories SET confidence = %s WHERE id = %s", changed)
+        return len(changed)
+
+    def consolidation_candidates(self, session_id: str, collection: str) -> list[Candidate]:
+        rows = self._conn.execute(
+            "SELECT id, category, confidence, access_count, created_at, content FROM memories "
+            "WHERE session_id = %s AND collection = %s AND status = 'active' AND type = 'fact' ORDER BY id",
+            (session_id, collection),
+        )
+        return [Candidate(int(r[0]), r[1], r[2], int(r[3]), r[4], r[5]) for r in rows]
+
+    def session_texts(self, session_id: str, limit: int) -> list[str]:
+        rows = self._conn.execute(
+            "SELECT content FROM memories WHERE session_id = %s AND status = 'active' ORDER BY id LIMIT %s",
+            (session_id, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+
+def record_access(conn: psycopg.Connection, counts: dict[int, int], now: str) -> None:
+    """Add ``counts`` to ``access_count``, stamp ``last_accessed`` and restart decay from the current confidence."""
+    ordered = sorted(counts)
+    conn.execute(
+        "UPDATE memories m SET access_count = m.access_count + a.n, last_accessed = %s, "
+        "base_confidence = m.confidence FROM unnest(%s::bigint[], %s::bigint[]) AS a(id, n) WHERE m.id = a.id",
+        (now, ordered, [counts[i] for i in ordered]),
+    )
+
+
+_SESSION_SELECT = (
+    "SELECT s.id, s.collection, s.context, s.status, s.created_at, s.ended_at, o.outcome_score, s.summary "
+    "FROM sessions s LEFT JOIN session_outcomes o ON o.session_id = s.id"
+)
+
+
+def row_to_session(row: Sequence[Any]) -> Session:
+    """Return the ``Session`` of a row whose first eight columns are those of ``_SESSION_SELECT``."""
+    return Session(
+        id=row[0],
+        collection=row[1],
+        context=json.loads(row[2] or "{}"),
+        status=row[3],
+        created_at=row[4],
+        ended_at=row[5],
+        outcome_score=row[6],
+        summary=json.loads(row[7]) if row[7] else None,
+    )
+
+
+class Sessions:
+    """``SessionTable`` on PostgreSQL."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def create(self, session_id: str, collection: str, context: dict[str, Any], now: str) -> None:
+        self._conn.execute(
+            "INSERT INTO sessions (id, collection, context, status, created_at) VALUES (%s, %s, %s, 'active', %s)",
+            (session_id, collection, json.dumps(context, ensure_ascii=False), now),
+        )
+
+    def get(self, session_id: str) -> Session:
+        row = self._conn.execute(_SESSION_SELECT + " WHERE s.id = %s", (session_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"session_id {session_id!r}: no session with this id")
+        return row_to_session(row)
+
+    def get_active(self, session_id: str) -> Session:
+        session = self.get(session_id)
+        if session.status != "active":
+            raise ConflictError(
+                f"session_id {session_id!r}: the session ended at {session.ended_at}; start a new one"
+            )
+        return session
+
+    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
+        text = json.dumps(summary, ensure_ascii=False)
+        self._conn.execute(
+            "UPDATE sessions SET status = 'ended', ended_at = %s, summary = %s WHERE id = %s",
+            (now, text, session_id),
+        )
+        self._conn.execute(
+            "INSERT INTO session_outcomes (session_id, outcome_score, memory_count, summary, created_at) "
+            "VALUES (%(id)s, %(score)s, %(count)s, %(summary)s, %(now)s) ON CONFLICT (session_id) DO UPDATE SET "
+            "outcome_score = EXCLUDED.outcome_score, memory_count = EXCLUDED.memory_count, "
+            "summary = EXCLUDED.summary, created_at = EXCLUDED.created_at",
+            {
+                "id": session_id,
+                "score": outcome_score,
+                "count": summary.get("memory_count", 0),
+                "summary": text,
+                "now": now,
+            },
+        )
+
+    def summarize(self, session_id: str) -> dict[str, Any]:
+        by_type: dict[str, int] = {}
+        by_category: dict[str, int] = {}
+        total = 0
+        for memory_type, category, count in self._conn.execute(
+            "SELECT type, category, COUNT(*) FROM memories WHERE session_id = %s AND status != 'invalidated' "
+            "GROUP BY type, category ORDER BY type, category",
+            (session_id,),
+        ):
+            total += count
+            by_type[memory_type] = by_type.get(memory_type, 0) + int(count)
+            by_category[category] = by_category.get(category, 0) + int(count)
+        return {"memory_count": total, "by_type": by_type, "by_category": by_category}
+
+    def active_memory_count(self, collection: str) -> int:
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM memories WHERE collection = %s AND status = 'active'", (collection,)
+        ).fetchone()
+        return int(row[0]) if row else 0

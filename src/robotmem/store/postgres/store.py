@@ -1,0 +1,220 @@
+"""``PostgresStore``: the storage contract (``robotmem.store.protocol``) on a PostgreSQL server with pgvector.
+
+One store is one database (or one schema, with ``options=-csearch_path=...`` in the DSN). Connections
+come from a pool; every write transaction holds the store's write lock (``connection.WRITE_LOCK``), so
+several processes and robots may write at once and none loses a write, while reads run on snapshots
+of their own and never wait. Access counts are written by a background thread, as on SQLite.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from robotmem.errors import DatabaseError, RobotMemError
+from robotmem.store.postgres import connection
+from robotmem.store.postgres.browse import Browse, Maintenance
+from robotmem.store.postgres.candidates import PgCandidates
+from robotmem.store.postgres.connection import describe_error, redact
+from robotmem.store.postgres.memories import Memories, Sessions, record_access
+from robotmem.store.postgres.schema import migrate
+from robotmem.store.postgres.transfer import Sync, Transfer
+from robotmem.store.postgres.vectors import Jobs, Vectors
+from robotmem.store.protocol import RecallScope, StoreTx
+
+log = logging.getLogger("robotmem.store")
+T = TypeVar("T")
+
+
+class PostgresTx:
+    """One transaction on the server: the tables of the contract over one connection."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.memories = Memories(conn)
+        self.sessions = Sessions(conn)
+        self.vectors = Vectors(conn)
+        self.jobs = Jobs(conn)
+        self.transfer = Transfer(conn)
+        self.browse = Browse(conn)
+        self.maintenance = Maintenance(conn)
+        self.sync = Sync(conn)
+
+    def candidates(self, scope: RecallScope) -> PgCandidates:
+        return PgCandidates(self.conn, scope)
+
+
+class PostgresStore:
+    """The PostgreSQL engine at ``dsn`` (``postgresql://user@host:port/db``), created and migrated on open.
+
+    Raises ``DatabaseError`` when the server cannot be reached, the ``vector`` extension is missing, or
+    the database is another program's or newer than this code.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        now: Callable[[], str],
+        busy_timeout_ms: int = 5000,
+        write_retries: int = 8,
+        pool_size: int = 4,
+    ) -> None:
+        self.dsn = dsn
+        self._location = redact(dsn)
+        self._now = now
+        self._busy_timeout_ms = busy_timeout_ms
+        self._write_retries = write_retries
+        first = connection.connect(dsn, self._location)
+        try:
+            migrate(first, self._location)
+        finally:
+            first.close()
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max(2, pool_size),
+            kwargs={"autocommit": True, "connect_timeout": 10},
+            configure=register_vector,
+            open=False,
+            name="robotmem",
+        )
+        try:
+            self._pool.open(wait=True, timeout=15)
+        except PoolTimeout:
+            raise DatabaseError(
+                f"database {self._location}: no connection could be opened within 15 s; check the server",
+                transient=True,
+            ) from None
+        self._closed = False
+        self._access = _AccessWriter(self)
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    def _connection(self) -> psycopg.Connection:
+        if self._closed:
+            raise DatabaseError(f"database {self._location}: this RobotMemory is closed")
+        try:
+            return self._pool.getconn(timeout=30)
+        except PoolTimeout:
+            raise DatabaseError(
+                f"database {self._location}: every connection of the pool stayed busy for 30 s; retry later",
+                transient=True,
+            ) from None
+        except psycopg.Error as exc:
+            raise describe_error(exc, self._location) from None
+
+    def _run(self, runner: Callable[[psycopg.Connection], T]) -> T:
+        conn = self._connection()
+        try:
+            return runner(conn)
+        finally:
+            self._pool.putconn(conn)
+
+    def write(self, work: Callable[[StoreTx], T]) -> T:
+        return self._run(
+            lambda conn: connection.write(
+                conn,
+                lambda c: work(PostgresTx(c)),
+                location=self._location,
+                retries=self._write_retries,
+                lock_timeout_ms=self._busy_timeout_ms,
+            )
+        )
+
+    def read(self, work: Callable[[StoreTx], T]) -> T:
+        return self._run(
+            lambda conn: connection.read(conn, lambda c: work(PostgresTx(c)), location=self._location)
+        )
+
+    def record_access(self, ids: Iterable[int]) -> None:
+        self._access.record(ids)
+
+    def settle_access(self) -> None:
+        self._access.flush()
+
+    def warm_up(self, model_id: str | None, dim: int | None) -> None:
+        """Nothing to load: the server holds every index."""
+
+    def backup(self, target: Path) -> int:
+        raise DatabaseError(
+            f"backup {target}: a PostgreSQL store is backed up by the server's tools (pg_dump, or "
+            "continuous archiving); `robotmem export` writes its memories to a file"
+        )
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._access.close()
+        self._closed = True
+        self._pool.close()
+
+
+class _AccessWriter:
+    """Batches access counts so a recall never waits for a write (a thread, as on SQLite)."""
+
+    def __init__(self, store: PostgresStore, interval_s: float = 0.5) -> None:
+        self._store = store
+        self._interval_s = interval_s
+        self._pending: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def record(self, ids: Iterable[int]) -> None:
+        with self._lock:
+            for memory_id in ids:
+                self._pending[memory_id] = self._pending.get(memory_id, 0) + 1
+            if self._thread is None and not self._stopped:
+                self._thread = threading.Thread(target=self._loop, name="robotmem-access", daemon=True)
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(self._interval_s)
+            self._wake.clear()
+            self.flush()
+            if self._stopped:
+                return
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return
+        store = self._store
+
+        def apply(conn: psycopg.Connection) -> None:
+            # Row locks only (not the write lock): access counts are not changes a sync carries.
+            for attempt in range(4):
+                try:
+                    with conn.transaction():
+                        record_access(conn, pending, store._now())
+                    return
+                except psycopg.errors.DeadlockDetected:
+                    if attempt == 3:
+                        raise
+
+        try:
+            store._run(apply)
+        except (RobotMemError, psycopg.Error) as exc:
+            log.warning("access counts not recorded: %s", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stopped = True
+            thread = self._thread
+        if thread is not None:
+            self._wake.set()
+            thread.join(timeout=10)
+        self.flush()

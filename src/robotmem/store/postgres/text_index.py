@@ -1,0 +1,209 @@
+"""The text index on PostgreSQL: FTS5's own terms in a ``tsvector``, scored with FTS5's BM25.
+
+PostgreSQL has no parser for Chinese, and its English stemmer is not FTS5's, so the terms are made in
+Python exactly as the SQLite engine's FTS5 makes them (``text.index_text`` segments CJK, then FTS5's
+``porter unicode61`` tokenizer, asked through ``store.sqlite.mirror.Stemmer``) and stored as a
+``tsvector`` whose positions count each term. ``fts_terms`` keeps each term's document count and
+``fts_totals`` the documents and tokens, so BM25 uses the statistics FTS5 uses: the same scores.
+
+Every write to ``memories.terms`` goes through ``add``/``remove``/``replace``/``rebuild`` here, which keep
+those counts in step; the change-log trigger on ``terms`` records the memories they touch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import psycopg
+
+from robotmem.store.sqlite.mirror import shared_stemmer
+from robotmem.text import number_terms
+
+_MIN_IDF = 1e-6
+_MAX_POSITION = 16383  # tsvector positions stop there
+_MAX_LEXEME_BYTES = 2046
+
+
+def document_terms(body: str) -> list[str]:
+    """Return the FTS5 terms of an indexed body, in order (one or more per whitespace token)."""
+    tokens = body.split()
+    if not tokens:
+        return []
+    by_token = shared_stemmer().terms(tokens)
+    return [term for token in tokens for term in by_token[token] if term]
+
+
+def query_terms(words: Sequence[str]) -> list[str]:
+    """Return the FTS5 terms of query ``words``, a word listed twice counting twice.
+
+    A word FTS5 splits into several terms (a phrase there) contributes each of them.
+    """
+    by_word = shared_stemmer().terms(words)
+    return [term for word in words for term in by_word[word] if term]
+
+
+def _quoted(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(terms: Sequence[str]) -> str:
+    """Return the ``tsvector`` text of ``terms``: each term with the positions it holds."""
+    positions: dict[str, list[int]] = {}
+    for index, term in enumerate(terms, start=1):
+        if len(term.encode("utf-8")) <= _MAX_LEXEME_BYTES:
+            positions.setdefault(term, []).append(min(index, _MAX_POSITION))
+    return " ".join(
+        f"{_quoted(term)}:{','.join(str(p) for p in sorted(set(found)))}" for term, found in positions.items()
+    )
+
+
+def or_query(terms: Iterable[str]) -> str | None:
+    """Return the ``tsquery`` text matching any of ``terms`` (None when there is none)."""
+    unique = list(dict.fromkeys(t for t in terms if t))
+    return " | ".join(_quoted(t) for t in unique) or None
+
+
+def numbers_query(text: str) -> str | None:
+    """Return the ``tsquery`` of ``text.numbers_query``: texts holding the same two longest numbers."""
+    parts = [f"({_quoted(digits)} | {_quoted(prefix)}:*)" for digits, prefix in number_terms(text)]
+    return " & ".join(parts) or None
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One body's index entry: the ``tsvector`` text, its length in terms, and its distinct terms."""
+
+    vector: str
+    length: int
+    distinct: frozenset[str]
+
+
+def encode(body: str) -> Encoded:
+    """Return the index entry of an indexed body (``text.index_text`` of a memory's content)."""
+    terms = document_terms(body)
+    return Encoded(tsvector_literal(terms), len(terms), frozenset(terms))
+
+
+def note_added(conn: psycopg.Connection, entries: Sequence[Encoded]) -> None:
+    """Count ``entries`` (just written to ``memories.terms``) in the BM25 statistics."""
+    if not entries:
+        return
+    counts: Counter[str] = Counter()
+    for entry in entries:
+        counts.update(entry.distinct)
+    _count_terms(conn, counts, sign=1)
+    conn.execute(
+        "UPDATE fts_totals SET docs = docs + %s, tokens = tokens + %s",
+        (len(entries), sum(entry.length for entry in entries)),
+    )
+
+
+def add(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    """Index ``(memory_id, body)`` rows of memories that have no terms yet."""
+    documents = [(memory_id, encode(body)) for memory_id, body in rows]
+    if not documents:
+        return
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE memories SET terms = %s::tsvector, term_count = %s WHERE id = %s",
+            [(entry.vector, entry.length, memory_id) for memory_id, entry in documents],
+        )
+    note_added(conn, [entry for _, entry in documents])
+
+
+def remove(conn: psycopg.Connection, ids: Sequence[int]) -> None:
+    """Take the memories ``ids`` out of the index (nothing happens for ids without terms)."""
+    if not ids:
+        return
+    rows = conn.execute(
+        "SELECT id, term_count, tsvector_to_array(terms) FROM memories WHERE id = ANY(%s) AND terms IS NOT NULL",
+        (list(ids),),
+    ).fetchall()
+    if not rows:
+        return
+    counts: Counter[str] = Counter()
+    for _, _, lexemes in rows:
+        counts.update(lexemes)
+    _count_terms(conn, counts, sign=-1)
+    conn.execute(
+        "UPDATE fts_totals SET docs = docs - %s, tokens = tokens - %s",
+        (len(rows), sum(int(r[1]) for r in rows)),
+    )
+    conn.execute(
+        "UPDATE memories SET terms = NULL, term_count = 0 WHERE id = ANY(%s)", ([int(r[0]) for r in rows],)
+    )
+
+
+def replace(conn: psycopg.Connection, memory_id: int, body: str | None) -> None:
+    """Index ``memory_id`` with ``body`` from now on (None: take it out)."""
+    remove(conn, [memory_id])
+    if body is not None:
+        add(conn, [(memory_id, body)])
+
+
+def rebuild(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> int:
+    """Drop every memory's terms and index ``(memory_id, body)`` rows anew; return how many were indexed."""
+    conn.execute("UPDATE memories SET terms = NULL, term_count = 0 WHERE terms IS NOT NULL")
+    conn.execute("DELETE FROM fts_terms")
+    conn.execute("UPDATE fts_totals SET docs = 0, tokens = 0")
+    count = 0
+    batch: list[tuple[int, str]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= 500:
+            add(conn, batch)
+            count += len(batch)
+            batch = []
+    add(conn, batch)
+    return count + len(batch)
+
+
+def _count_terms(conn: psycopg.Connection, counts: Counter[str], sign: int) -> None:
+    if not counts:
+        return
+    # Sorted, so that two writers never wait on each other's rows in opposite orders.
+    terms = sorted(counts)
+    conn.execute(
+        "INSERT INTO fts_terms (term, docs) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+        "ON CONFLICT (term) DO UPDATE SET docs = fts_terms.docs + EXCLUDED.docs",
+        (terms, [sign * counts[t] for t in terms]),
+    )
+    if sign < 0:
+        conn.execute("DELETE FROM fts_terms WHERE term = ANY(%s) AND docs <= 0", (terms,))
+
+
+@dataclass(frozen=True, slots=True)
+class Statistics:
+    """What BM25 needs beyond a document: rows, mean length, and each query term's IDF."""
+
+    documents: int
+    average_length: float
+    idf: dict[str, float]
+
+
+def statistics(conn: psycopg.Connection, terms: Sequence[str]) -> Statistics:
+    """Return FTS5's BM25 statistics for ``terms`` over every indexed memory."""
+    docs, tokens = conn.execute("SELECT docs, tokens FROM fts_totals").fetchone() or (0, 0)
+    found = dict(
+        conn.execute(
+            "SELECT term, docs FROM fts_terms WHERE term = ANY(%s)", (list(dict.fromkeys(terms)),)
+        ).fetchall()
+    )
+    rows = float(docs)
+    idf: dict[str, float] = {}
+    for term in terms:
+        hits = float(found.get(term, 0))
+        value = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows > 0 else 0.0
+        idf[term] = value if value > 0 else _MIN_IDF
+    return Statistics(int(docs), float(tokens) / rows if rows > 0 else 0.0, idf)
+
+
+def document_counts(conn: psycopg.Connection, terms: Sequence[str]) -> dict[str, int]:
+    """Return term → the number of indexed memories holding it (0 for unknown terms)."""
+    found = dict(
+        conn.execute("SELECT term, docs FROM fts_terms WHERE term = ANY(%s)", (list(terms),)).fetchall()
+    )
+    return {term: int(found.get(term, 0)) for term in terms}

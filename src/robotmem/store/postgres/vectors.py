@@ -1,0 +1,247 @@
+"""Vectors on PostgreSQL: inline in ``memories.embedding``, searched exactly or through an HNSW index.
+
+A store holds vectors of one model (``meta.embed_model_id``/``embed_dim``). Recording the model creates
+an HNSW index (cosine) over the active memories' vectors of that dimension; a re-embedding swaps the
+vectors and rebuilds it. Which search runs is the store's choice (``search_vectors``):
+
+- a small store (fewer than ``EXACT_BELOW`` rows) is searched exactly: every vector that passes the
+  scope is compared, which is fast at that size and gives the same order as the SQLite engine;
+- a large one asks the HNSW index with iterative scans (pgvector 0.8), which keeps walking the graph
+  until enough rows pass the scope's filter; when the walk stops short of ``depth`` (a selective
+  filter), the search is repeated exactly over the rows the filter passes. So a recall returns ``n``
+  memories whenever ``n`` pass its filters, whichever way the index was walked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector import Vector
+from psycopg import sql
+
+from robotmem.store.protocol import EmbeddedText, FloatArray, VectorQuery
+
+# Below this many rows (the planner's estimate) vector search is exact.
+EXACT_BELOW = 20_000
+INDEX_NAME = "memories_embedding_hnsw"
+_REINDEX_MODEL_KEY = "reindex_model_id"
+_REINDEX_DIM_KEY = "reindex_dim"
+
+
+def as_vector(vector: FloatArray) -> Vector:
+    """The pgvector value of a numpy vector."""
+    return Vector(np.asarray(vector, dtype=np.float32))
+
+
+def stored_model(conn: psycopg.Connection) -> tuple[str, int] | None:
+    rows = dict(
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('embed_model_id', 'embed_dim')").fetchall()
+    )
+    if "embed_model_id" not in rows:
+        return None
+    return str(rows["embed_model_id"]), int(rows.get("embed_dim", 0))
+
+
+def _set_meta(conn: psycopg.Connection, values: dict[str, str]) -> None:
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            list(values.items()),
+        )
+
+
+def record_model(conn: psycopg.Connection, model_id: str, dim: int) -> None:
+    """Record the store's model and (re)create the HNSW index for its dimension."""
+    _set_meta(conn, {"embed_model_id": model_id, "embed_dim": str(dim)})
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(INDEX_NAME)))
+    if 0 < dim <= 16000:
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX {} ON memories USING hnsw ((embedding::vector({})) vector_cosine_ops) "
+                "WHERE status = 'active'"
+            ).format(sql.Identifier(INDEX_NAME), sql.Literal(dim))
+        )
+
+
+def is_small(conn: psycopg.Connection) -> bool:
+    """True when the planner estimates fewer than ``EXACT_BELOW`` memories (exact search is cheap)."""
+    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass").fetchone()
+    return row is None or float(row[0]) < EXACT_BELOW
+
+
+def search_vectors(
+    conn: psycopg.Connection,
+    query: VectorQuery,
+    where: str,
+    params: dict[str, Any],
+    depth: int,
+    min_similarity: float | None = None,
+) -> list[tuple[int, float]]:
+    """Return up to ``depth`` ``(id, cosine)`` of rows passing ``where`` with a vector of the query's model,
+    most similar first (ties by id), at or above ``min_similarity`` when given."""
+    if depth <= 0:
+        return []
+    dim = int(query.dim)
+    bound = {**params, "v_query": as_vector(query.vector), "v_model": query.model_id, "v_depth": depth}
+    base = (
+        "FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s "
+        f"AND vector_dims(m.embedding) = {dim} AND {where} "
+    )
+    if not is_small(conn):
+        # The HNSW index's expression, so the planner can walk it; iterative scans fill the filter.
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * depth))}")
+        walked = _ranked(
+            conn.execute(
+                f"SELECT m.id, (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) AS d "
+                + base
+                + f"ORDER BY (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) LIMIT %(v_depth)s",
+                bound,
+            ).fetchall()
+        )
+        kept = [(m, s) for m, s in walked if min_similarity is None or s >= min_similarity]
+        if len(walked) >= depth or len(kept) < len(walked):
+            return kept  # the walk found depth rows, or reached below the similarity asked for
+    # Exact: the distance to every row that passes (the plain expression matches no vector index).
+    cut = ""
+    if min_similarity is not None:
+        cut = "AND (m.embedding <=> %(v_query)s) <= %(v_distance)s "
+        bound["v_distance"] = 1.0 - min_similarity
+    rows = conn.execute(
+        "SELECT m.id, m.embedding <=> %(v_query)s AS d " + base + cut + "ORDER BY d, m.id LIMIT %(v_depth)s",
+        bound,
+    ).fetchall()
+    return _ranked(rows)
+
+
+def _ranked(rows: Sequence[tuple[Any, Any]]) -> list[tuple[int, float]]:
+    scored = [(int(m), 1.0 - float(d)) for m, d in rows if d is not None]
+    scored.sort(key=lambda item: (-item[1], item[0]))
+    return scored
+
+
+class Vectors:
+    """``VectorTable`` on PostgreSQL."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def put(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        self._conn.execute(
+            "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s",
+            (as_vector(vector), model_id, memory_id),
+        )
+
+    def drop(self, memory_id: int) -> None:
+        self._conn.execute(
+            "UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE id = %s", (memory_id,)
+        )
+
+    def stored_model(self) -> tuple[str, int] | None:
+        return stored_model(self._conn)
+
+    def record_model(self, model_id: str, dim: int) -> None:
+        record_model(self._conn, model_id, dim)
+
+    def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
+        return search_vectors(self._conn, query, "m.status = 'active'", {}, first, min_similarity)
+
+
+class Jobs:
+    """``EmbeddingJobs`` on PostgreSQL: backfill, and re-embedding staged in ``reindex_vectors``."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+
+    def count_without_vector(self) -> int:
+        row = self._conn.execute(
+            "SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL AND status = 'active'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def without_vector(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        rows = self._conn.execute(
+            "SELECT id, content FROM memories WHERE embedding_model IS NULL AND status = 'active' AND id > %s "
+            "ORDER BY id LIMIT %s",
+            (after_id, limit),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def store_backfilled(self, items: Sequence[EmbeddedText], model_id: str, dim: int) -> int:
+        stored = stored_model(self._conn)
+        if stored is not None and stored != (model_id, dim):
+            return 0
+        if stored is None:
+            record_model(self._conn, model_id, dim)
+        count = 0
+        for memory_id, content, vector in items:
+            cursor = self._conn.execute(
+                "UPDATE memories SET embedding = %s, embedding_model = %s WHERE id = %s AND status = 'active' "
+                "AND embedding_model IS NULL AND content = %s",
+                (as_vector(vector), model_id, memory_id, content),
+            )
+            count += cursor.rowcount
+        return count
+
+    def reindex_target(self) -> tuple[str, int] | None:
+        rows = dict(
+            self._conn.execute(
+                "SELECT key, value FROM meta WHERE key IN (%s, %s)", (_REINDEX_MODEL_KEY, _REINDEX_DIM_KEY)
+            ).fetchall()
+        )
+        if _REINDEX_MODEL_KEY not in rows:
+            return None
+        return str(rows[_REINDEX_MODEL_KEY]), int(rows.get(_REINDEX_DIM_KEY, 0))
+
+    def begin_reindex(self, model_id: str, dim: int) -> bool:
+        if self.reindex_target() == (model_id, dim):
+            return True
+        self._conn.execute("DELETE FROM reindex_vectors")
+        _set_meta(self._conn, {_REINDEX_MODEL_KEY: model_id, _REINDEX_DIM_KEY: str(dim)})
+        return False
+
+    def unstaged(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        rows = self._conn.execute(
+            "SELECT m.id, m.content FROM memories m LEFT JOIN reindex_vectors r ON r.memory_id = m.id "
+            "WHERE m.status = 'active' AND m.id > %s AND (r.memory_id IS NULL OR r.content != m.content) "
+            "ORDER BY m.id LIMIT %s",
+            (after_id, limit),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def stage(self, items: Sequence[EmbeddedText], model_id: str) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO reindex_vectors (memory_id, model_id, content, embedding) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (memory_id) DO UPDATE SET model_id = EXCLUDED.model_id, content = EXCLUDED.content, "
+                "embedding = EXCLUDED.embedding",
+                [(memory_id, model_id, content, as_vector(vector)) for memory_id, content, vector in items],
+            )
+
+    def staging_progress(self) -> tuple[int, int]:
+        staged = self._conn.execute(
+            "SELECT COUNT(*) FROM memories m JOIN reindex_vectors r ON r.memory_id = m.id "
+            "WHERE m.status = 'active' AND r.content = m.content"
+        ).fetchone()
+        total = self._conn.execute("SELECT COUNT(*) FROM memories WHERE status = 'active'").fetchone()
+        return int(staged[0]) if staged else 0, int(total[0]) if total else 0
+
+    def swap_reindex(self, model_id: str, dim: int) -> tuple[int, int]:
+        conn = self._conn
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(INDEX_NAME)))
+        conn.execute(
+            "UPDATE memories SET embedding = NULL, embedding_model = NULL "
+            "WHERE embedding IS NOT NULL OR embedding_model IS NOT NULL"
+        )
+        stored = conn.execute(
+            "UPDATE memories m SET embedding = r.embedding, embedding_model = r.model_id FROM reindex_vectors r "
+            "WHERE r.memory_id = m.id AND m.status = 'active' AND r.content = m.content AND r.model_id = %s",
+            (model_id,),
+        ).rowcount
+        record_model(conn, model_id, dim)
+        conn.execute("DELETE FROM reindex_vectors")
+        conn.execute("DELETE FROM meta WHERE key IN (%s, %s)", (_REINDEX_MODEL_KEY, _REINDEX_DIM_KEY))
+        return int(stored), self.count_without_vector()
