@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,mcp,web,gym,ros,lerobot]'
+	$(PY) -m pip install --quiet -e '.[dev,mcp,web,gym,ros,lerobot,postgres]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -9,7 +9,7 @@ first argument; ``RobotMemory`` is the facade that owns one engine and delegates
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TypeVar
 
@@ -17,6 +17,7 @@ from robotmem.config import Settings
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.embedders.rerank import HttpReranker
 from robotmem.errors import EmbeddingError
+from robotmem.records import NewMemory
 from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
 from robotmem.validation import parse_name
 
@@ -141,6 +142,17 @@ class Engine:
             log.warning("embedding failed, continuing without a vector: %s", exc)
             return None
         return VectorQuery(vector, model[0], model[1])
+
+    def insert(
+        self, tx: StoreTx, news: Sequence[NewMemory], vectors: Sequence[FloatArray | None]
+    ) -> list[int]:
+        """Insert ``news`` with their ``vectors`` (None: none); record the embedder's model on the first vector."""
+        if all(vector is None for vector in vectors):
+            return tx.memories.insert_many(news)
+        embedder = self.embedder
+        if tx.vectors.stored_model() is None:
+            tx.vectors.record_model(embedder.model_id, embedder.dim)
+        return tx.memories.insert_many(news, vectors, embedder.model_id)
 
     def store_vector(self, tx: StoreTx, memory_id: int, vector: FloatArray | None) -> None:
         """Store ``vector`` for ``memory_id`` (recording the embedder's model on the first vector)."""

@@ -94,8 +94,7 @@ def learn(
             created_at=engine.now(),
             robot_id=robot,
         )
-        memory_id = tx.memories.insert_many([new])[0]
-        engine.store_vector(tx, memory_id, None if vector is None else vector.vector)
+        memory_id = engine.insert(tx, [new], [None if vector is None else vector.vector])[0]
         return created_result(memory_id, _inferred(found, stored_context))
 
     return engine.write(work)

@@ -59,7 +59,8 @@ def insert(
             sessions[p["session_id"]] = engine.session_for_write(tx, p["session_id"])
     now = engine.now()
     robot = engine.robot_id
-    ids = tx.memories.insert_many(
+    ids = engine.insert(
+        tx,
         [
             NewMemory(
                 collection=p["collection"],
@@ -81,10 +82,9 @@ def insert(
                 robot_id=robot,
             )
             for p in prepared
-        ]
+        ],
+        vectors,
     )
-    for memory_id, vector in zip(ids, vectors, strict=True):
-        engine.store_vector(tx, memory_id, vector)
     return perception_results(ids, prepared, [vector is not None for vector in vectors])
 
 

@@ -121,8 +121,17 @@ class CandidateSource(Protocol):
 class MemoryTable(Protocol):
     """Rows of memories with everything that changes with them: text index, tags, payloads."""
 
-    def insert_many(self, news: Sequence[NewMemory]) -> list[int]:
-        """Insert every memory (text index, tags, payload included) in order; return their new ids."""
+    def insert_many(
+        self,
+        news: Sequence[NewMemory],
+        vectors: Sequence[FloatArray | None] | None = None,
+        model_id: str | None = None,
+    ) -> list[int]:
+        """Insert every memory (text index, tags, payload included) in order; return their new ids.
+
+        ``vectors`` (one per memory, None for none) of the model ``model_id`` are stored with them, in the
+        same rows where the engine keeps vectors inline.
+        """
         ...
 
     def get(self, memory_id: int) -> Memory:

@@ -17,7 +17,9 @@ EMBED_BACKENDS = ["auto", "bundled", "onnx", "ollama", "openai", "hash", "none"]
 def common_options() -> argparse.ArgumentParser:
     """Return the parent parser of ``--db``, ``--collection`` and ``--embed-backend``."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="database file (default: $ROBOTMEM_HOME/memory.db)")
+    common.add_argument(
+        "--db", help="database file (default: $ROBOTMEM_HOME/memory.db) or a postgresql:// server address"
+    )
     common.add_argument("--collection", help="collection to use (default: 'default')")
     common.add_argument("--embed-backend", dest="embed_backend", choices=EMBED_BACKENDS)
     return common

@@ -20,6 +20,8 @@ from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
 from robotmem.records import Memory, NewMemory, Session
 from robotmem.store.postgres import text_index
+from robotmem.store.postgres.vectors import as_vector
+from robotmem.store.protocol import FloatArray
 from robotmem.validation import read_timestamp
 
 COLUMNS = (
@@ -76,7 +78,12 @@ class Memories:
     def __init__(self, conn: psycopg.Connection) -> None:
         self._conn = conn
 
-    def insert_many(self, news: Sequence[NewMemory]) -> list[int]:
+    def insert_many(
+        self,
+        news: Sequence[NewMemory],
+        vectors: Sequence[FloatArray | None] | None = None,
+        model_id: str | None = None,
+    ) -> list[int]:
         if not news:
             return []
         conn = self._conn
@@ -88,53 +95,66 @@ class Memories:
             )
         ]
         entries = [text_index.encode(new.index_body) for new in news]
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO memories (id, collection, type, content, human_summary, content_hash, category, "
-                "confidence, base_confidence, context, scope_files, scope_entities, session_id, perception_type, "
-                "created_at, updated_at, uid, robot_id, terms, term_count) VALUES (%(id)s, %(collection)s, "
-                "%(type)s, %(content)s, %(summary)s, %(hash)s, %(category)s, %(confidence)s, %(confidence)s, "
-                "%(context)s::json, %(files)s, %(entities)s, %(session_id)s, %(perception_type)s, %(now)s, "
-                "%(now)s, %(uid)s, %(robot_id)s, %(terms)s::tsvector, %(term_count)s)",
-                [
-                    {
-                        "id": memory_id,
-                        "uid": uuid.uuid4().hex,
-                        "robot_id": new.robot_id,
-                        "collection": new.collection,
-                        "type": new.type,
-                        "content": new.content,
-                        "summary": new.human_summary,
-                        "hash": new.content_hash,
-                        "category": new.category,
-                        "confidence": new.confidence,
-                        "context": dumps(new.context),
-                        "files": dumps(list(new.scope_files)) if new.scope_files else "[]",
-                        "entities": dumps(list(new.scope_entities)) if new.scope_entities else "[]",
-                        "session_id": new.session_id,
-                        "perception_type": new.perception_type,
-                        "now": new.created_at,
-                        "terms": entry.vector,
-                        "term_count": entry.length,
-                    }
-                    for memory_id, new, entry in zip(ids, news, entries, strict=True)
-                ],
+        stored = (
+            [None] * len(news)
+            if vectors is None or model_id is None
+            else [None if v is None else as_vector(v) for v in vectors]
+        )
+        columns: dict[str, tuple[str, list[Any]]] = {
+            "id": ("bigint", ids),
+            "collection": ("text", [n.collection for n in news]),
+            "type": ("text", [n.type for n in news]),
+            "content": ("text", [n.content for n in news]),
+            "human_summary": ("text", [n.human_summary for n in news]),
+            "content_hash": ("text", [n.content_hash for n in news]),
+            "category": ("text", [n.category for n in news]),
+            "confidence": ("float8", [n.confidence for n in news]),
+            "base_confidence": ("float8", [n.confidence for n in news]),
+            "context": ("text", [dumps(n.context) for n in news]),
+            "scope_files": ("text", [dumps(list(n.scope_files)) if n.scope_files else "[]" for n in news]),
+            "scope_entities": (
+                "text",
+                [dumps(list(n.scope_entities)) if n.scope_entities else "[]" for n in news],
+            ),
+            "session_id": ("text", [n.session_id for n in news]),
+            "perception_type": ("text", [n.perception_type for n in news]),
+            "created_at": ("text", [n.created_at for n in news]),
+            "updated_at": ("text", [n.created_at for n in news]),
+            "uid": ("text", [uuid.uuid4().hex for _ in news]),
+            "robot_id": ("text", [n.robot_id for n in news]),
+            "terms": ("text", [e.vector for e in entries]),
+            "term_count": ("int", [e.length for e in entries]),
+            "embedding": ("vector", stored),
+            "embedding_model": ("text", [None if v is None else model_id for v in stored]),
+        }
+        casts = {"context": "::json", "terms": "::tsvector"}
+        names = list(columns)
+        # One statement for the batch: unnest keeps the arrays' order, row by row.
+        conn.execute(
+            f"INSERT INTO memories ({', '.join(names)}) SELECT "
+            + ", ".join(f"{name}{casts.get(name, '')}" for name in names)
+            + " FROM unnest("
+            + ", ".join(f"%({name})s::{kind}[]" for name, (kind, _) in columns.items())
+            + f") AS x({', '.join(names)})",
+            {name: values for name, (_, values) in columns.items()},
+        )
+        tagged = [(m, tag) for m, new in zip(ids, news, strict=True) for tag in dict.fromkeys(new.tags)]
+        if tagged:
+            conn.execute(
+                "INSERT INTO memory_tags (memory_id, tag, source) SELECT m, t, 'auto' "
+                "FROM unnest(%s::bigint[], %s::text[]) AS x(m, t) ON CONFLICT DO NOTHING",
+                ([m for m, _ in tagged], [t for _, t in tagged]),
             )
-            cursor.executemany(
-                "INSERT INTO memory_tags (memory_id, tag, source) VALUES (%s, %s, 'auto') ON CONFLICT DO NOTHING",
-                [
-                    (memory_id, tag)
-                    for memory_id, new in zip(ids, news, strict=True)
-                    for tag in dict.fromkeys(new.tags)
-                ],
-            )
-            cursor.executemany(
-                "INSERT INTO perception_payloads (memory_id, data, metadata) VALUES (%s, %s, %s)",
-                [
-                    (memory_id, new.data_json, new.metadata_json)
-                    for memory_id, new in zip(ids, news, strict=True)
-                    if new.type == "perception"
-                ],
+        payloads = [
+            (m, n.data_json, n.metadata_json)
+            for m, n in zip(ids, news, strict=True)
+            if n.type == "perception"
+        ]
+        if payloads:
+            conn.execute(
+                "INSERT INTO perception_payloads (memory_id, data, metadata) "
+                "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[])",
+                ([p[0] for p in payloads], [p[1] for p in payloads], [p[2] for p in payloads]),
             )
         text_index.note_added(conn, entries)
         return ids

@@ -159,15 +159,36 @@ CREATE FUNCTION rm_log_session_id(session text) RETURNS void LANGUAGE sql AS $$
     INSERT INTO session_changes (session_id, seq) VALUES (session, nextval('change_seq'))
     ON CONFLICT (session_id) DO UPDATE SET seq = EXCLUDED.seq
 $$;
-CREATE FUNCTION rm_log_memory() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Inserts and deletes log every row of a statement at once (a batch of memories is one statement).
+CREATE FUNCTION rm_log_memory_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'DELETE' THEN PERFORM rm_log_memory_id(OLD.id); ELSE PERFORM rm_log_memory_id(NEW.id); END IF;
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO memory_changes (memory_id, seq)
+        SELECT id, nextval('change_seq') FROM (SELECT DISTINCT id FROM old_rows ORDER BY id) x
+        ON CONFLICT (memory_id) DO UPDATE SET seq = EXCLUDED.seq;
+    ELSE
+        INSERT INTO memory_changes (memory_id, seq)
+        SELECT id, nextval('change_seq') FROM (SELECT DISTINCT id FROM new_rows ORDER BY id) x
+        ON CONFLICT (memory_id) DO UPDATE SET seq = EXCLUDED.seq;
+    END IF;
     RETURN NULL;
 END $$;
-CREATE FUNCTION rm_log_memory_tag() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION rm_log_tag_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'DELETE' THEN PERFORM rm_log_memory_id(OLD.memory_id);
-    ELSE PERFORM rm_log_memory_id(NEW.memory_id); END IF;
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO memory_changes (memory_id, seq)
+        SELECT memory_id, nextval('change_seq') FROM (SELECT DISTINCT memory_id FROM old_rows ORDER BY 1) x
+        ON CONFLICT (memory_id) DO UPDATE SET seq = EXCLUDED.seq;
+    ELSE
+        INSERT INTO memory_changes (memory_id, seq)
+        SELECT memory_id, nextval('change_seq') FROM (SELECT DISTINCT memory_id FROM new_rows ORDER BY 1) x
+        ON CONFLICT (memory_id) DO UPDATE SET seq = EXCLUDED.seq;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION rm_log_memory() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM rm_log_memory_id(NEW.id);
     RETURN NULL;
 END $$;
 CREATE FUNCTION rm_log_session() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -180,14 +201,18 @@ BEGIN
     PERFORM rm_log_session_id(NEW.session_id);
     RETURN NULL;
 END $$;
-CREATE TRIGGER memories_logged_insert AFTER INSERT ON memories FOR EACH ROW EXECUTE FUNCTION rm_log_memory();
+CREATE TRIGGER memories_logged_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_log_memory_rows();
 CREATE TRIGGER memories_logged_update AFTER UPDATE OF collection, type, content, human_summary, content_hash,
     category, confidence, context, scope_files, scope_entities, session_id, perception_type, status,
     superseded_by, merged_ids, invalidated_reason, created_at, updated_at, uid, robot_id, terms
     ON memories FOR EACH ROW EXECUTE FUNCTION rm_log_memory();
-CREATE TRIGGER memories_logged_delete AFTER DELETE ON memories FOR EACH ROW EXECUTE FUNCTION rm_log_memory();
-CREATE TRIGGER memory_tags_logged_insert AFTER INSERT ON memory_tags FOR EACH ROW EXECUTE FUNCTION rm_log_memory_tag();
-CREATE TRIGGER memory_tags_logged_delete AFTER DELETE ON memory_tags FOR EACH ROW EXECUTE FUNCTION rm_log_memory_tag();
+CREATE TRIGGER memories_logged_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_log_memory_rows();
+CREATE TRIGGER memory_tags_logged_insert AFTER INSERT ON memory_tags REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_log_tag_rows();
+CREATE TRIGGER memory_tags_logged_delete AFTER DELETE ON memory_tags REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_log_tag_rows();
 CREATE TRIGGER sessions_logged AFTER INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION rm_log_session();
 CREATE TRIGGER session_outcomes_logged AFTER INSERT OR UPDATE ON session_outcomes
     FOR EACH ROW EXECUTE FUNCTION rm_log_outcome();

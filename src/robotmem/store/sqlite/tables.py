@@ -40,8 +40,18 @@ class Memories:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
-    def insert_many(self, news: Sequence[NewMemory]) -> list[int]:
-        return memories.insert_many(self._conn, news)
+    def insert_many(
+        self,
+        news: Sequence[NewMemory],
+        vectors: Sequence[FloatArray | None] | None = None,
+        model_id: str | None = None,
+    ) -> list[int]:
+        ids = memories.insert_many(self._conn, news)
+        if vectors is not None and model_id is not None:
+            for memory_id, vector in zip(ids, vectors, strict=True):
+                if vector is not None:
+                    vector_rows.put(self._conn, memory_id, vector, model_id)
+        return ids
 
     def get(self, memory_id: int) -> Memory:
         return memories.get(self._conn, memory_id)
