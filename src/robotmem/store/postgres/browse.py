@@ -23,8 +23,8 @@ from robotmem.text import index_text
 from robotmem.validation import is_stored_timestamp, read_timestamp
 
 _SUCCESS = "(m.context -> 'task' -> 'success')"
-_FAILED = f"(json_typeof({_SUCCESS}) = 'boolean' AND {_SUCCESS}::text = 'false')"
-_SUCCEEDED = f"(json_typeof({_SUCCESS}) = 'boolean' AND {_SUCCESS}::text = 'true')"
+_FAILED = f"({_SUCCESS} = 'false'::jsonb)"
+_SUCCEEDED = f"({_SUCCESS} = 'true'::jsonb)"
 _FAILURE_PREDICATE = (
     f"({_FAILED} OR EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id AND t.tag = 'failure') "
     "OR m.category IN ('root_cause', 'postmortem', 'gotcha'))"
@@ -198,9 +198,9 @@ class Browse:
 
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
-            "SELECT DISTINCT j.key FROM memories m, json_each(m.context -> 'spatial') AS j "
-            "WHERE m.status = 'active' AND json_typeof(m.context -> 'spatial') = 'object' "
-            "AND (%(c)s::text IS NULL OR m.collection = %(c)s) AND json_typeof(j.value) = 'array' "
+            "SELECT DISTINCT j.key FROM memories m, jsonb_each(m.context -> 'spatial') AS j "
+            "WHERE m.status = 'active' AND jsonb_typeof(m.context -> 'spatial') = 'object' "
+            "AND (%(c)s::text IS NULL OR m.collection = %(c)s) AND jsonb_typeof(j.value) = 'array' "
             'ORDER BY j.key COLLATE "C"',
             {"c": collection},
         )
@@ -211,8 +211,9 @@ class Browse:
     ) -> list[tuple[int, str, list[Any], Any]]:
         point = "(m.context -> 'spatial' -> %(key)s::text)"
         rows = self._conn.execute(
-            f"SELECT m.id, m.content, {point}::text, {_SUCCESS}::text, json_typeof({_SUCCESS}) FROM memories m "
-            f"WHERE m.status = 'active' AND json_typeof({point}) = 'array' "
+            f"SELECT m.id, m.content, (m.context_text::json -> 'spatial' -> %(key)s::text)::text, "
+            f"{_SUCCESS}::text, jsonb_typeof({_SUCCESS}) FROM memories m "
+            f"WHERE m.status = 'active' AND jsonb_typeof({point}) = 'array' "
             "AND (%(c)s::text IS NULL OR m.collection = %(c)s) ORDER BY m.id DESC LIMIT %(limit)s",
             {"key": key, "c": collection, "limit": limit},
         )

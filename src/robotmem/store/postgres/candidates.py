@@ -28,6 +28,12 @@ from robotmem.text import query_tokens, word_set
 
 def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
     """Return the SQL predicate over ``memories m`` for every condition of ``scope``."""
+    where, params, _ = predicate_with_hint(scope)
+    return where, params
+
+
+def predicate_with_hint(scope: RecallScope) -> tuple[str, dict[str, Any], str | None]:
+    """``predicate``, and the filter's index hint (``PgFilter.index_hint``) with its parameters in the same dict."""
     parts = ["m.status = 'active'", "m.collection = %(p_collection)s", "m.confidence >= %(p_min_confidence)s"]
     params: dict[str, Any] = {"p_collection": scope.collection, "p_min_confidence": scope.min_confidence}
     if scope.session_id is not None:
@@ -36,11 +42,13 @@ def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
     if scope.exclude_session is not None:
         parts.append("(m.session_id IS NULL OR m.session_id != %(p_exclude)s)")
         params["p_exclude"] = scope.exclude_session
+    hint = None
     if scope.filter is not None:
         builder = PgFilter()
         parts.append(builder.compile(scope.filter))
+        hint = builder.index_hint(scope.filter)
         params.update(builder.params)
-    return " AND ".join(parts), params
+    return " AND ".join(parts), params, hint
 
 
 def bm25(
@@ -67,42 +75,48 @@ def bm25(
     stats = text_index.statistics(conn, terms)
     if stats.documents == 0:
         return []
-    idfs = [stats.idf[t] for t in terms]
-    mass = sum(idfs)
+    weight: dict[str, float] = {}  # a term listed twice in the query counts twice, as in FTS5
+    for term in terms:
+        weight[term] = weight.get(term, 0.0) + stats.idf[term]
+    distinct = list(weight)
+    mass = sum(weight.values())
     least = min_coverage * mass - 1e-12 if min_coverage > 0 else 0.0
-    bound: dict[str, float] = {}
-    weight: dict[str, float] = {}
-    for term, idf in zip(terms, idfs, strict=True):
-        bound[term] = bound.get(term, 0.0) + idf * (k1 + 1.0)  # the most a term adds, at any frequency
-        weight[term] = weight.get(term, 0.0) + idf
-    order = sorted(bound, key=lambda t: (-stats.idf[t], t))
-    base = {
+    bound = {t: w * (k1 + 1.0) for t, w in weight.items()}  # the most a term adds, at any frequency
+    order = sorted(distinct, key=lambda t: (-stats.idf[t], t))
+    bound_params: dict[str, Any] = {
         **params,
-        "q_terms": terms,
-        "q_idf": idfs,
         "q_k1": k1,
         "q_b": b,
         "q_avgdl": max(stats.average_length, 1e-9),
         "q_least": least,
         "q_depth": depth,
     }
+    frequencies, score_parts, cover_parts = [], [], []
+    for i, term in enumerate(distinct):
+        bound_params[f"q_t{i}"] = term
+        bound_params[f"q_w{i}"] = weight[term]
+        frequencies.append(f"cardinality(array_positions(m.term_list, %(q_t{i})s))::float8 AS tf{i}")
+        score_parts.append(
+            f"%(q_w{i})s * f.tf{i} * (%(q_k1)s + 1) / (f.tf{i} + %(q_k1)s * "
+            "(1 - %(q_b)s + %(q_b)s * m.term_count / %(q_avgdl)s))"
+        )
+        cover_parts.append(f"(CASE WHEN f.tf{i} > 0 THEN %(q_w{i})s ELSE 0 END)")
     extra = ""
     if required:
-        base["q_required"] = text_index.or_query(required)
+        bound_params["q_required"] = text_index.or_query(required)
         extra = "AND m.terms @@ %(q_required)s::tsquery "
+    scored = (
+        f"SELECT m.id, {' + '.join(score_parts)} AS score FROM memories m "
+        f"CROSS JOIN LATERAL (SELECT {', '.join(frequencies)}) f "
+        f"WHERE m.terms @@ %(q_match)s::tsquery {extra}AND {where} "
+        f"AND {' + '.join(cover_parts)} > 0 AND {' + '.join(cover_parts)} >= %(q_least)s "
+    )
     taken = 1
     while True:
         essential, rest = order[:taken], order[taken:]
         rows = conn.execute(
-            "SELECT m.id, s.score FROM memories m CROSS JOIN LATERAL ("
-            " SELECT sum(q.idf * t.tf * (%(q_k1)s + 1) / (t.tf + %(q_k1)s * (1 - %(q_b)s + "
-            "   %(q_b)s * m.term_count / %(q_avgdl)s))) AS score, sum(q.idf) AS covered"
-            " FROM (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf"
-            "       FROM unnest(m.terms) AS u) t"
-            " JOIN unnest(%(q_terms)s::text[], %(q_idf)s::float8[]) AS q(term, idf) ON q.term = t.lexeme) s "
-            f"WHERE m.terms @@ %(q_match)s::tsquery {extra}AND {where} AND s.covered > 0 "
-            "AND s.covered >= %(q_least)s ORDER BY s.score DESC, m.id LIMIT %(q_depth)s",
-            {**base, "q_match": text_index.or_query(essential)},
+            scored + "ORDER BY score DESC, m.id LIMIT %(q_depth)s",
+            {**bound_params, "q_match": text_index.or_query(essential)},
         ).fetchall()
         if not rest:
             break
@@ -143,7 +157,7 @@ class PgCandidates:
 
     def __init__(self, conn: psycopg.Connection, scope: RecallScope) -> None:
         self._conn = conn
-        self.where, self.params = predicate(scope)
+        self.where, self.params, self.hint = predicate_with_hint(scope)
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
         return [m for m, _ in self.text_scored(words, depth, min_coverage)]
@@ -157,7 +171,7 @@ class PgCandidates:
         return [m for m, _ in self.vectors_scored(query, depth)]
 
     def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        return search_vectors(self._conn, query, self.where, self.params, depth)
+        return search_vectors(self._conn, query, self.where, self.params, depth, hint=self.hint)
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         wanted = list(ids)
@@ -177,7 +191,7 @@ class PgCandidates:
     def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}
         for memory_id, raw in self._conn.execute(
-            "SELECT id, context::text FROM memories WHERE id = ANY(%s)", (list(ids),)
+            "SELECT id, context_text FROM memories WHERE id = ANY(%s)", (list(ids),)
         ):
             try:
                 value = json.loads(raw) if raw else {}
@@ -192,7 +206,7 @@ class PgCandidates:
         found: dict[int, float] = {}
         rows = self._conn.execute(
             f"SELECT m.id, ({point})::text FROM memories m WHERE {self.where} "
-            f"AND json_typeof({point}) IN ('array', 'object')",
+            f"AND jsonb_typeof({point}) IN ('array', 'object')",
             {**self.params, **builder.params},
         )
         for memory_id, raw in rows:
@@ -227,8 +241,7 @@ class PgCandidates:
     def real_world(self, ids: Iterable[int]) -> set[int]:
         rows = self._conn.execute(
             "SELECT m.id FROM memories m WHERE m.id = ANY(%s) "
-            "AND json_typeof(m.context -> 'env' -> 'sim_or_real') = 'string' "
-            "AND (m.context -> 'env' ->> 'sim_or_real') = 'real'",
+            "AND m.context -> 'env' -> 'sim_or_real' = '\"real\"'::jsonb",
             (list(ids),),
         )
         return {int(r[0]) for r in rows}

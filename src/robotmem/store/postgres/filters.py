@@ -6,15 +6,18 @@ text (a string, or an array/object as its minified JSON); any number sorts befor
 compares byte by byte. A record column compares under its type affinity: a numeric column reads a
 numeric-looking text operand as a number, a text column reads a number operand as its text.
 
-Here the same tree becomes SQL over ``memories m`` whose context is ``json`` (the text as written). The
-schema's ``rm_num``/``rm_txt`` functions split a JSON value into SQLite's two comparable classes, and
-each comparison is written per class: a number operand against a text value is decided by the class
-alone, as in SQLite. Numbers compare as ``numeric``: stored reals are the shortest decimal of their
+Here the same tree becomes SQL over ``memories m``, reading the ``jsonb`` context (and, for an array or
+object, the context's text as written, which SQLite's minified text equals). The schema's
+``rm_num``/``rm_txt`` functions split a JSON value into SQLite's two comparable classes, and each
+comparison is written per class: a number operand against a text value is decided by the class alone,
+as in SQLite. ``index_hint`` adds, for equality conditions, an equivalent-or-wider containment test
+the GIN index on the context can answer, so a selective filter is found without reading every row. Numbers compare as ``numeric``: stored reals are the shortest decimal of their
 double (Python writes them so), and the shortest decimals of two doubles order as the doubles do.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -113,7 +116,7 @@ class PgFilter:
     # ---- context values --------------------------------------------------------------------------
 
     def json_at(self, segments: Sequence[str]) -> str:
-        """Return SQL for the JSON value at context ``segments`` (NULL when absent).
+        """Return SQL for the ``jsonb`` value at context ``segments`` (NULL when absent).
 
         A segment of digits indexes an array and nothing else, as in SQLite's ``$.a[0]``.
         """
@@ -121,13 +124,15 @@ class PgFilter:
         for segment in segments:
             if segment.isdigit():
                 index = int(segment)
-                expression = f"({expression} -> {index})" if index <= _MAX_INDEX else "NULL::json"
+                expression = f"({expression} -> {index})" if index <= _MAX_INDEX else "NULL::jsonb"
             else:
                 expression = f"({expression} -> {self.bind(segment)}::text)"
         return expression
 
     def _context(self, node: Condition) -> str:
-        raw = self.json_at(node.path[1:])
+        segments = node.path[1:]
+        raw = self.json_at(segments)
+        path = f"{self.bind(list(segments))}::text[]"
         op, operand = node.operator, node.operand
         if op == "$exists":
             return f"({raw} IS {'NOT ' if operand else ''}NULL)"
@@ -136,12 +141,49 @@ class PgFilter:
                 return "FALSE"
             needle = self.bind(_as_text(operand))
             return (
-                f"(CASE WHEN json_typeof({raw}) = 'array' THEN EXISTS (SELECT 1 FROM json_array_elements({raw}) e "
-                f"WHERE {self._equal('rm_num(e.value)', 'rm_txt(e.value)', operand)}) "
-                f"ELSE strpos(rm_instr_text({raw}), {needle}) > 0 END)"
+                f"(CASE WHEN jsonb_typeof({raw}) = 'array' THEN EXISTS (SELECT 1 FROM "
+                f"jsonb_array_elements({raw}) WITH ORDINALITY AS e(value, n) WHERE "
+                f"{self._equal('rm_num(e.value)', f'rm_txt(e.value, m.context_text, {path} || ARRAY[(e.n - 1)::text])', operand)}) "
+                f"ELSE strpos(rm_instr_text({raw}, m.context_text, {path}), {needle}) > 0 END)"
             )
         value = f"rm_value({raw})"
-        return self._compare(f"rm_num({value})", f"rm_txt({value})", op, operand)
+        return self._compare(
+            f"rm_num({value})", f"rm_txt({value}, m.context_text, rm_value_path({raw}, {path}))", op, operand
+        )
+
+    def index_hint(self, node: Node) -> str | None:
+        """Return a containment test on ``m.context`` that every row passing ``node`` passes (and the GIN
+        index answers), or None when the filter has no equality condition to build one from."""
+        if isinstance(node, All):
+            hints = [h for part in node.parts if (h := self.index_hint(part)) is not None]
+            return "(" + " AND ".join(hints) + ")" if hints else None
+        if (
+            not isinstance(node, Condition)
+            or node.path[0] != "context"
+            or node.operator not in ("$eq", "$in")
+        ):
+            return None
+        segments = node.path[1:]
+        if any(segment.isdigit() for segment in segments):
+            return None
+        operands = [node.operand] if node.operator == "$eq" else list(node.operand)
+        shapes: list[Any] = []
+        for operand in operands:
+            if operand is None or isinstance(operand, str) and operand.startswith(("[", "{")):
+                return None  # NULL, and arrays/objects compared as text, have no containment form
+            # SQLite compares true as 1 and a parameter object by its value: every stored form matches.
+            forms: list[Any] = [operand]
+            if isinstance(operand, bool) or (isinstance(operand, (int, float)) and operand in (0, 1)):
+                forms = [bool(operand), int(operand)]
+            for form in forms:
+                shapes += [form, {"value": form}]
+        tests = []
+        for shape in shapes:
+            document: Any = shape
+            for segment in reversed(segments):
+                document = {segment: document}
+            tests.append(f"m.context @> {self.bind(json.dumps(document))}::jsonb")
+        return "(" + " OR ".join(tests) + ")"
 
     def _compare(self, num: str, txt: str, op: str, operand: Any) -> str:
         """A comparison of the SQLite value held as ``num`` (numbers) or ``txt`` (text) with ``operand``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from robotmem.validation import read_timestamp
 
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
-    "m.perception_type, m.created_at, m.updated_at, m.access_count, m.context::text, m.status, "
+    "m.perception_type, m.created_at, m.updated_at, m.access_count, m.context_text, m.status, "
     "m.superseded_by, m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, "
     "m.invalidated_reason, m.embedding_model, m.robot_id, m.uid"
 )
@@ -36,6 +37,16 @@ _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = %(p_collect
 def dumps(value: Any) -> str:
     """Compact JSON text, as the SQLite engine stores it."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# PostgreSQL's jsonb cannot hold the character U+0000 in a string: the filterable copy of a context
+# carries U+FFFD there (the text copy keeps the original).
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def filterable(text: str) -> str:
+    """The ``jsonb`` input for a context's JSON ``text``."""
+    return _NUL_ESCAPE.sub(r"\1\\ufffd", text) if "\\u0000" in text else text
 
 
 def row_to_memory(row: Sequence[Any], tags: Sequence[str]) -> Memory:
@@ -110,7 +121,8 @@ class Memories:
             "category": ("text", [n.category for n in news]),
             "confidence": ("float8", [n.confidence for n in news]),
             "base_confidence": ("float8", [n.confidence for n in news]),
-            "context": ("text", [dumps(n.context) for n in news]),
+            "context": ("text", [filterable(dumps(n.context)) for n in news]),
+            "context_text": ("text", [dumps(n.context) for n in news]),
             "scope_files": ("text", [dumps(list(n.scope_files)) if n.scope_files else "[]" for n in news]),
             "scope_entities": (
                 "text",
@@ -123,16 +135,21 @@ class Memories:
             "uid": ("text", [uuid.uuid4().hex for _ in news]),
             "robot_id": ("text", [n.robot_id for n in news]),
             "terms": ("text", [e.vector for e in entries]),
+            "term_list": ("text", [" ".join(e.terms) for e in entries]),
             "term_count": ("int", [e.length for e in entries]),
             "embedding": ("vector", stored),
             "embedding_model": ("text", [None if v is None else model_id for v in stored]),
         }
-        casts = {"context": "::json", "terms": "::tsvector"}
+        made = {
+            "context": "context::jsonb",
+            "terms": "terms::tsvector",
+            "term_list": "string_to_array(term_list, ' ')",  # terms never hold a space
+        }
         names = list(columns)
         # One statement for the batch: unnest keeps the arrays' order, row by row.
         conn.execute(
             f"INSERT INTO memories ({', '.join(names)}) SELECT "
-            + ", ".join(f"{name}{casts.get(name, '')}" for name in names)
+            + ", ".join(made.get(name, name) for name in names)
             + " FROM unnest("
             + ", ".join(f"%({name})s::{kind}[]" for name, (kind, _) in columns.items())
             + f") AS x({', '.join(names)})",
@@ -270,7 +287,8 @@ class Memories:
     ) -> None:
         self._conn.execute(
             "UPDATE memories SET content = %(content)s, content_hash = %(hash)s, category = %(category)s, "
-            "confidence = %(confidence)s, base_confidence = %(confidence)s, context = %(context)s::json, "
+            "confidence = %(confidence)s, base_confidence = %(confidence)s, context = %(filterable)s::jsonb, "
+            "context_text = %(context)s, "
             "scope_files = %(files)s, scope_entities = %(entities)s, embedding_model = NULL, embedding = NULL, "
             "updated_at = %(now)s WHERE id = %(id)s",
             {
@@ -280,6 +298,7 @@ class Memories:
                 "category": category,
                 "confidence": confidence,
                 "context": dumps(context),
+                "filterable": filterable(dumps(context)),
                 "files": dumps(list(scope_files)),
                 "entities": dumps(list(scope_entities)),
                 "now": now,

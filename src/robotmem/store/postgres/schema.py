@@ -10,8 +10,10 @@ sync records are the same on both engines; what differs is how search is stored:
 - ``memories.embedding`` keeps the vector inline in the row (storage MAIN and a tuple target of a whole
   page, so the toaster never moves it out of line: exact search reads it with the row); an HNSW index
   per recorded model (``vector_index``) serves large stores.
-- ``context`` is ``json`` (the text exactly as written), so a filter reads arrays and objects as the
-  same minified text SQLite's ``json_extract`` returns, and keys keep their order.
+- ``context`` is ``jsonb`` (what filters read, with a GIN index for equality conditions) and
+  ``context_text`` the text exactly as written: records come back with their keys in order, and a
+  filter reads an array or object as the same minified text SQLite's ``json_extract`` returns.
+- ``term_list`` holds the terms in order beside the ``tsvector``: BM25 counts a term's frequency in it.
 - The ``rm_*`` functions give a JSON value the value SQLite would compare (``filters`` in this package).
 """
 
@@ -44,7 +46,8 @@ CREATE TABLE memories (
     category           text    NOT NULL,
     confidence         double precision NOT NULL,
     base_confidence    double precision NOT NULL,
-    context            json    NOT NULL DEFAULT '{}',
+    context            jsonb   NOT NULL DEFAULT '{}',
+    context_text       text    NOT NULL DEFAULT '{}',
     scope_files        text    NOT NULL DEFAULT '[]',
     scope_entities     text    NOT NULL DEFAULT '[]',
     session_id         text,
@@ -62,6 +65,7 @@ CREATE TABLE memories (
     uid                text    NOT NULL,
     robot_id           text    NOT NULL DEFAULT '',
     terms              tsvector,
+    term_list          text[],
     term_count         integer NOT NULL DEFAULT 0,
     embedding          vector
 ) WITH (toast_tuple_target = 8160);
@@ -74,6 +78,7 @@ CREATE INDEX idx_mem_no_embed ON memories(id) WHERE embedding_model IS NULL AND 
 CREATE INDEX idx_mem_created ON memories(collection, created_at, id);
 CREATE INDEX idx_mem_robot ON memories(robot_id);
 CREATE INDEX idx_mem_terms ON memories USING gin (terms) WHERE terms IS NOT NULL;
+CREATE INDEX idx_mem_context ON memories USING gin (context jsonb_path_ops);
 
 CREATE TABLE fts_terms (
     term text PRIMARY KEY,
@@ -218,26 +223,34 @@ CREATE TRIGGER session_outcomes_logged AFTER INSERT OR UPDATE ON session_outcome
     FOR EACH ROW EXECUTE FUNCTION rm_log_outcome();
 
 -- The value SQLite compares for a JSON value at a filter path: an object {"value": ..} by its value.
-CREATE FUNCTION rm_value(j json) RETURNS json LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT CASE WHEN json_typeof(j) = 'object' THEN j -> 'value' ELSE j END $$;
+CREATE FUNCTION rm_value(j jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN jsonb_typeof(j) = 'object' THEN j -> 'value' ELSE j END $$;
+-- The path of that value inside the context.
+CREATE FUNCTION rm_value_path(j jsonb, path text[]) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN jsonb_typeof(j) = 'object' THEN path || ARRAY['value'] ELSE path END $$;
 -- Its number (SQLite: integers, reals, and true/false as 1/0), or NULL for any other kind.
-CREATE FUNCTION rm_num(j json) RETURNS numeric LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT CASE json_typeof(j) WHEN 'number' THEN (j #>> '{}')::numeric
-                              WHEN 'boolean' THEN (CASE WHEN j::text = 'true' THEN 1 ELSE 0 END)::numeric END $$;
--- Its text (SQLite: a string's text, an array's or object's minified JSON), or NULL for any other kind.
-CREATE FUNCTION rm_txt(j json) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT CASE json_typeof(j) WHEN 'string' THEN j #>> '{}' WHEN 'array' THEN j::text
-                              WHEN 'object' THEN j::text END $$;
+CREATE FUNCTION rm_num(j jsonb) RETURNS numeric LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE jsonb_typeof(j) WHEN 'number' THEN (j #>> '{}')::numeric
+                               WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN 1 ELSE 0 END)::numeric END $$;
+-- Its text (SQLite: a string's text, an array's or object's JSON as written, read from the context's
+-- text at ``path``), or NULL for any other kind.
+CREATE FUNCTION rm_txt(j jsonb, context_text text, path text[]) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE jsonb_typeof(j) WHEN 'string' THEN j #>> '{}'
+                               WHEN 'array' THEN (context_text::json #> path)::text
+                               WHEN 'object' THEN (context_text::json #> path)::text END $$;
 -- The text SQLite's instr() sees for a JSON value (numbers as written, true/false as 1/0).
-CREATE FUNCTION rm_instr_text(j json) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT CASE json_typeof(j) WHEN 'string' THEN j #>> '{}' WHEN 'number' THEN j::text
-                              WHEN 'boolean' THEN (CASE WHEN j::text = 'true' THEN '1' ELSE '0' END)
-                              WHEN 'array' THEN j::text WHEN 'object' THEN j::text END $$;
+CREATE FUNCTION rm_instr_text(j jsonb, context_text text, path text[]) RETURNS text LANGUAGE sql IMMUTABLE
+PARALLEL SAFE AS
+$$ SELECT CASE jsonb_typeof(j) WHEN 'string' THEN j #>> '{}'
+                               WHEN 'number' THEN (context_text::json #> path)::text
+                               WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN '1' ELSE '0' END)
+                               WHEN 'array' THEN (context_text::json #> path)::text
+                               WHEN 'object' THEN (context_text::json #> path)::text END $$;
 """
 
 
 # Text compares and sorts byte by byte, as SQLite's BINARY collation does, whatever the database's locale.
-_V1 = re.sub(r"(\n\s+\w+\s+)text\b", r'\1text COLLATE "C"', _V1)
+_V1 = re.sub(r"(\n\s+\w+\s+)text\b(?!\[)", r'\1text COLLATE "C"', _V1)
 
 
 def _migrate_v1(conn: psycopg.Connection) -> None:

@@ -79,12 +79,13 @@ class Encoded:
     vector: str
     length: int
     distinct: frozenset[str]
+    terms: tuple[str, ...]
 
 
 def encode(body: str) -> Encoded:
     """Return the index entry of an indexed body (``text.index_text`` of a memory's content)."""
     terms = document_terms(body)
-    return Encoded(tsvector_literal(terms), len(terms), frozenset(terms))
+    return Encoded(tsvector_literal(terms), len(terms), frozenset(terms), tuple(terms))
 
 
 def note_added(conn: psycopg.Connection, entries: Sequence[Encoded]) -> None:
@@ -108,8 +109,8 @@ def add(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> None:
         return
     with conn.cursor() as cursor:
         cursor.executemany(
-            "UPDATE memories SET terms = %s::tsvector, term_count = %s WHERE id = %s",
-            [(entry.vector, entry.length, memory_id) for memory_id, entry in documents],
+            "UPDATE memories SET terms = %s::tsvector, term_list = %s, term_count = %s WHERE id = %s",
+            [(entry.vector, list(entry.terms), entry.length, memory_id) for memory_id, entry in documents],
         )
     note_added(conn, [entry for _, entry in documents])
 
@@ -133,7 +134,8 @@ def remove(conn: psycopg.Connection, ids: Sequence[int]) -> None:
         (len(rows), sum(int(r[1]) for r in rows)),
     )
     conn.execute(
-        "UPDATE memories SET terms = NULL, term_count = 0 WHERE id = ANY(%s)", ([int(r[0]) for r in rows],)
+        "UPDATE memories SET terms = NULL, term_list = NULL, term_count = 0 WHERE id = ANY(%s)",
+        ([int(r[0]) for r in rows],),
     )
 
 
@@ -146,7 +148,7 @@ def replace(conn: psycopg.Connection, memory_id: int, body: str | None) -> None:
 
 def rebuild(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> int:
     """Drop every memory's terms and index ``(memory_id, body)`` rows anew; return how many were indexed."""
-    conn.execute("UPDATE memories SET terms = NULL, term_count = 0 WHERE terms IS NOT NULL")
+    conn.execute("UPDATE memories SET terms = NULL, term_list = NULL, term_count = 0 WHERE terms IS NOT NULL")
     conn.execute("DELETE FROM fts_terms")
     conn.execute("UPDATE fts_totals SET docs = 0, tokens = 0")
     count = 0

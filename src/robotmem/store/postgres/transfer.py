@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 
 from robotmem.store.postgres import text_index
+from robotmem.store.postgres.memories import filterable
 from robotmem.store.postgres.vectors import stored_model
 from robotmem.store.protocol import StoreIdentity, SyncCursor
 
@@ -52,7 +53,7 @@ OUTCOME_COLUMNS = ("session_id", "outcome_score", "memory_count", "summary", "cr
 MEMORY_JSON_COLUMNS = frozenset({"context", "scope_files", "scope_entities", "merged_ids"})
 SESSION_JSON_COLUMNS = frozenset({"context", "summary"})
 MEMORY_DERIVED_COLUMNS = frozenset({"id", "uid", "superseded_by", "merged_ids", "embedding_model"})
-_SELECT_MEMORY = ", ".join("m.context::text" if c == "context" else f"m.{c}" for c in MEMORY_COLUMNS)
+_SELECT_MEMORY = ", ".join("m.context_text" if c == "context" else f"m.{c}" for c in MEMORY_COLUMNS)
 
 
 def _dumps(value: Any) -> str:
@@ -132,8 +133,19 @@ def _memory_records(
     return list(_complete(conn, records, model)) if records else []
 
 
-def _column_sql(name: str) -> str:
-    return "%s::json" if name == "context" else "%s"
+def _assignments(values: dict[str, Any]) -> tuple[list[str], list[str], list[Any]]:
+    """Columns, placeholders and parameters for ``values``; the context fills both of its columns."""
+    names, marks, params = [], [], []
+    for name, value in values.items():
+        if name == "context":
+            names += ["context", "context_text"]
+            marks += ["%s::jsonb", "%s"]
+            params += [filterable(value), value]
+        else:
+            names.append(name)
+            marks.append("%s")
+            params.append(value)
+    return names, marks, params
 
 
 class Transfer:
@@ -196,11 +208,9 @@ class Transfer:
             taken = self._conn.execute("SELECT 1 FROM memories WHERE id = %s", (keep_id,)).fetchone()
             if taken is None:
                 values["id"] = keep_id
-        names = list(values)
+        names, marks, params = _assignments(values)
         row = self._conn.execute(
-            f"INSERT INTO memories ({', '.join(names)}) VALUES ({', '.join(_column_sql(n) for n in names)}) "
-            "RETURNING id",
-            [values[n] for n in names],
+            f"INSERT INTO memories ({', '.join(names)}) VALUES ({', '.join(marks)}) RETURNING id", params
         ).fetchone()
         memory_id = int(row[0]) if row else 0
         if "id" in values:  # ids are never reused: the sequence moves past a kept one
@@ -214,10 +224,9 @@ class Transfer:
     def overwrite_memory(self, memory_id: int, fields: dict[str, Any]) -> None:
         values = self._values(fields)
         if values:
-            assignments = ", ".join(f"{name} = {_column_sql(name)}" for name in values)
-            self._conn.execute(
-                f"UPDATE memories SET {assignments} WHERE id = %s", [*values.values(), memory_id]
-            )
+            names, marks, params = _assignments(values)
+            assignments = ", ".join(f"{name} = {mark}" for name, mark in zip(names, marks, strict=True))
+            self._conn.execute(f"UPDATE memories SET {assignments} WHERE id = %s", [*params, memory_id])
         self._conn.execute(
             "UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE id = %s", (memory_id,)
         )

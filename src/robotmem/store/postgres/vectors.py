@@ -72,6 +72,12 @@ def is_small(conn: psycopg.Connection) -> bool:
     return row is None or float(row[0]) < EXACT_BELOW
 
 
+# A filter passing fewer rows than this (counted through its index hint) is searched exactly.
+SELECTIVE_BELOW = 2_000
+# Planner switches that leave the HNSW index as the only way to deliver rows in distance order.
+_WALK_INDEX = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
+
+
 def search_vectors(
     conn: psycopg.Connection,
     query: VectorQuery,
@@ -79,29 +85,42 @@ def search_vectors(
     params: dict[str, Any],
     depth: int,
     min_similarity: float | None = None,
+    hint: str | None = None,
 ) -> list[tuple[int, float]]:
     """Return up to ``depth`` ``(id, cosine)`` of rows passing ``where`` with a vector of the query's model,
-    most similar first (ties by id), at or above ``min_similarity`` when given."""
+    most similar first (ties by id), at or above ``min_similarity`` when given.
+
+    ``hint`` (an index-answerable condition every passing row meets) lets a selective filter be counted
+    cheaply and then searched exactly.
+    """
     if depth <= 0:
         return []
     dim = int(query.dim)
     bound = {**params, "v_query": as_vector(query.vector), "v_model": query.model_id, "v_depth": depth}
+    scope = f"{where} AND {hint}" if hint else where
     base = (
         "FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s "
-        f"AND vector_dims(m.embedding) = {dim} AND {where} "
+        f"AND vector_dims(m.embedding) = {dim} AND {scope} "
     )
-    if not is_small(conn):
-        # The HNSW index's expression, so the planner can walk it; iterative scans fill the filter.
+    if not is_small(conn) and not (hint and _fewer_than(conn, scope, bound, SELECTIVE_BELOW)):
+        # Walk the HNSW index (its expression, and no other way to order rows); iterative scans go
+        # on until depth rows pass the filter or hnsw.max_scan_tuples is reached.
+        for name in _WALK_INDEX:
+            conn.execute(f"SET LOCAL {name} = off")
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * depth))}")
-        walked = _ranked(
-            conn.execute(
-                f"SELECT m.id, (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) AS d "
-                + base
-                + f"ORDER BY (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) LIMIT %(v_depth)s",
-                bound,
-            ).fetchall()
-        )
+        try:
+            walked = _ranked(
+                conn.execute(
+                    f"SELECT m.id, (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) AS d "
+                    + base
+                    + f"ORDER BY (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) LIMIT %(v_depth)s",
+                    bound,
+                ).fetchall()
+            )
+        finally:
+            for name in _WALK_INDEX:
+                conn.execute(f"SET LOCAL {name} = on")
         kept = [(m, s) for m, s in walked if min_similarity is None or s >= min_similarity]
         if len(walked) >= depth or len(kept) < len(walked):
             return kept  # the walk found depth rows, or reached below the similarity asked for
@@ -115,6 +134,14 @@ def search_vectors(
         bound,
     ).fetchall()
     return _ranked(rows)
+
+
+def _fewer_than(conn: psycopg.Connection, where: str, params: dict[str, Any], limit: int) -> bool:
+    """True when fewer than ``limit`` rows pass ``where`` (counting stops at the limit)."""
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT {int(limit)}) x", params
+    ).fetchone()
+    return row is not None and int(row[0]) < limit
 
 
 def _ranked(rows: Sequence[tuple[Any, Any]]) -> list[tuple[int, float]]:
