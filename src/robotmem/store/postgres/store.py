@@ -33,6 +33,13 @@ log = logging.getLogger("robotmem.store")
 T = TypeVar("T")
 
 
+def _configure(conn: psycopg.Connection) -> None:
+    """Prepare a pooled connection: pgvector's types, and no JIT (recall's short queries paid 70-90 ms
+    of compilation for plans the planner costed high, such as an HNSW walk under a filter)."""
+    register_vector(conn)
+    conn.execute("SET jit = off")
+
+
 class PostgresTx:
     """One transaction on the server: the tables of the contract over one connection."""
 
@@ -82,7 +89,7 @@ class PostgresStore:
             min_size=1,
             max_size=max(2, pool_size),
             kwargs={"autocommit": True, "connect_timeout": 10},
-            configure=register_vector,
+            configure=_configure,
             open=False,
             name="robotmem",
         )

@@ -72,8 +72,6 @@ def is_small(conn: psycopg.Connection) -> bool:
     return row is None or float(row[0]) < EXACT_BELOW
 
 
-# A filter passing fewer rows than this (counted through its index hint) is searched exactly.
-SELECTIVE_BELOW = 2_000
 # Planner switches that leave the HNSW index as the only way to deliver rows in distance order.
 _WALK_INDEX = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
@@ -90,8 +88,8 @@ def search_vectors(
     """Return up to ``depth`` ``(id, cosine)`` of rows passing ``where`` with a vector of the query's model,
     most similar first (ties by id), at or above ``min_similarity`` when given.
 
-    ``hint`` (an index-answerable condition every passing row meets) lets a selective filter be counted
-    cheaply and then searched exactly.
+    ``hint`` (an index-answerable condition every passing row meets) lets the exact search of a
+    selective filter read only the rows the index names.
     """
     if depth <= 0:
         return []
@@ -102,7 +100,7 @@ def search_vectors(
         "FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s "
         f"AND vector_dims(m.embedding) = {dim} AND {scope} "
     )
-    if not is_small(conn) and not (hint and _fewer_than(conn, scope, bound, SELECTIVE_BELOW)):
+    if not is_small(conn):
         # Walk the HNSW index (its expression, and no other way to order rows); iterative scans go
         # on until depth rows pass the filter or hnsw.max_scan_tuples is reached.
         for name in _WALK_INDEX:
@@ -134,14 +132,6 @@ def search_vectors(
         bound,
     ).fetchall()
     return _ranked(rows)
-
-
-def _fewer_than(conn: psycopg.Connection, where: str, params: dict[str, Any], limit: int) -> bool:
-    """True when fewer than ``limit`` rows pass ``where`` (counting stops at the limit)."""
-    row = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT {int(limit)}) x", params
-    ).fetchone()
-    return row is not None and int(row[0]) < limit
 
 
 def _ranked(rows: Sequence[tuple[Any, Any]]) -> list[tuple[int, float]]:
