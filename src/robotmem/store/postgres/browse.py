@@ -228,8 +228,16 @@ class Browse:
 
 _CHECKS: dict[str, tuple[str, str]] = {
     # name: (id expression, FROM ... WHERE ...) of the offending rows
-    "fts_missing": ("m.id", "FROM memories m WHERE m.status = 'active' AND m.terms IS NULL"),
-    "fts_orphaned": ("m.id", "FROM memories m WHERE m.status != 'active' AND m.terms IS NOT NULL"),
+    "fts_missing": (
+        "m.id",
+        "FROM memories m WHERE m.status = 'active' AND NOT EXISTS "
+        "(SELECT 1 FROM memory_terms t WHERE t.memory_id = m.id)",
+    ),
+    "fts_orphaned": (
+        "t.memory_id",
+        "FROM memory_terms t WHERE NOT EXISTS "
+        "(SELECT 1 FROM memories m WHERE m.id = t.memory_id AND m.status = 'active')",
+    ),
     "vectors_stale": ("m.id", "FROM memories m WHERE m.embedding IS NOT NULL AND m.status != 'active'"),
     "vectors_orphaned": ("m.id", "FROM memories m WHERE FALSE"),  # vectors live in their memory's row
     "vectors_missing_for_marked": (
@@ -306,8 +314,8 @@ class Maintenance:
         """Active memories whose stored terms differ from what their content gives now."""
         stale: list[int] = []
         rows = self._conn.execute(
-            "SELECT id, content, terms::text FROM memories WHERE status = 'active' AND terms IS NOT NULL "
-            "ORDER BY id"
+            "SELECT m.id, m.content, t.terms::text FROM memories m JOIN memory_terms t ON t.memory_id = m.id "
+            "WHERE m.status = 'active' ORDER BY m.id"
         ).fetchall()
         for start in range(0, len(rows), 1000):
             block = rows[start : start + 1000]
@@ -341,7 +349,7 @@ class Maintenance:
         rows = {
             "memories": self._one("SELECT COUNT(*) FROM memories"),
             "active": self._one("SELECT COUNT(*) FROM memories WHERE status = 'active'"),
-            "fts": self._one("SELECT COUNT(*) FROM memories WHERE terms IS NOT NULL"),
+            "fts": self._one("SELECT COUNT(*) FROM memory_terms"),
             "vectors": self._one("SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL"),
             "sessions": self._one("SELECT COUNT(*) FROM sessions"),
         }
@@ -473,8 +481,11 @@ class Maintenance:
 
     def index_report(self) -> dict[str, Any]:
         active = self._one("SELECT COUNT(*) FROM memories WHERE status = 'active'")
-        fts_rows = self._one("SELECT COUNT(*) FROM memories WHERE terms IS NOT NULL")
-        missing = self._one("SELECT COUNT(*) FROM memories WHERE status = 'active' AND terms IS NULL")
+        fts_rows = self._one("SELECT COUNT(*) FROM memory_terms")
+        missing = self._one(
+            "SELECT COUNT(*) FROM memories m WHERE m.status = 'active' "
+            "AND NOT EXISTS (SELECT 1 FROM memory_terms t WHERE t.memory_id = m.id)"
+        )
         version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return {
             "expected_schema_version": SCHEMA_VERSION,

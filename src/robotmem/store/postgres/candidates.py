@@ -1,11 +1,12 @@
 """The recall channels on PostgreSQL (``robotmem.store.protocol.CandidateSource``).
 
 Every channel runs as SQL over the scope's predicate, so a filter is applied inside the channel, before
-any limit. BM25 scores FTS5's formula on the stored terms (``text_index``) and uses MaxScore to avoid
-scoring every memory that shares a common word: query terms are taken rarest first, only memories
-holding one of the terms taken so far are scored (fully, on every query term), and the loop stops as
-soon as the ``depth``-th best score beats the most the remaining, commoner terms could add to a memory
-holding none of the others. The answer is the same as scoring every match.
+any limit. BM25 scores FTS5's formula on the narrow index rows (``text_index``) and applies the filters
+to the best of them, in ranked blocks, until ``depth`` pass (a window that grows while too few pass).
+MaxScore avoids scoring every memory that shares a common word: query terms are taken rarest first,
+only memories holding one of the terms taken so far are scored (fully, on every query term), and the
+loop stops as soon as the ``depth``-th best passing score beats the most the remaining, commoner terms
+could add to a memory holding none of the others. The answer is the same as scoring every match.
 """
 
 from __future__ import annotations
@@ -58,13 +59,14 @@ def bm25(
     params: dict[str, Any],
     depth: int,
     *,
+    collection: str,
     k1: float = lexical.K1,
     b: float = lexical.B,
     min_coverage: float = 0.0,
     required: Sequence[str] = (),
 ) -> list[tuple[int, float]]:
-    """Return up to ``depth`` ``(id, BM25)`` of rows passing ``where`` that hold a query word, best first
-    (ties by smaller id), scored as FTS5's ``bm25()`` with constants ``k1`` and ``b``.
+    """Return up to ``depth`` ``(id, BM25)`` of rows of ``collection`` passing ``where`` that hold a query
+    word, best first (ties by smaller id), scored as FTS5's ``bm25()`` with constants ``k1`` and ``b``.
 
     ``min_coverage`` > 0 leaves out rows whose words carry less than that share of the query's IDF;
     ``required`` (terms) keeps only rows holding one of them.
@@ -83,54 +85,95 @@ def bm25(
     least = min_coverage * mass - 1e-12 if min_coverage > 0 else 0.0
     bound = {t: w * (k1 + 1.0) for t, w in weight.items()}  # the most a term adds, at any frequency
     order = sorted(distinct, key=lambda t: (-stats.idf[t], t))
-    bound_params: dict[str, Any] = {
-        **params,
+    ranking: dict[str, Any] = {
         "q_k1": k1,
         "q_b": b,
         "q_avgdl": max(stats.average_length, 1e-9),
         "q_least": least,
-        "q_depth": depth,
+        "q_collection": collection,
     }
     frequencies, score_parts, cover_parts = [], [], []
     for i, term in enumerate(distinct):
-        bound_params[f"q_t{i}"] = term
-        bound_params[f"q_w{i}"] = weight[term]
-        frequencies.append(f"cardinality(array_positions(m.term_list, %(q_t{i})s))::float8 AS tf{i}")
+        ranking[f"q_t{i}"] = term
+        ranking[f"q_w{i}"] = weight[term]
+        frequencies.append(f"cardinality(array_positions(t.term_list, %(q_t{i})s))::float8 AS tf{i}")
         score_parts.append(
             f"%(q_w{i})s * f.tf{i} * (%(q_k1)s + 1) / (f.tf{i} + %(q_k1)s * "
-            "(1 - %(q_b)s + %(q_b)s * m.term_count / %(q_avgdl)s))"
+            "(1 - %(q_b)s + %(q_b)s * t.term_count / %(q_avgdl)s))"
         )
         cover_parts.append(f"(CASE WHEN f.tf{i} > 0 THEN %(q_w{i})s ELSE 0 END)")
     extra = ""
     if required:
-        bound_params["q_required"] = text_index.or_query(required)
-        extra = "AND m.terms @@ %(q_required)s::tsquery "
-    scored = (
-        f"SELECT m.id, {' + '.join(score_parts)} AS score FROM memories m "
+        ranking["q_required"] = text_index.or_query(required)
+        extra = "AND t.terms @@ %(q_required)s::tsquery "
+    ranked_sql = (
+        f"SELECT t.memory_id, {' + '.join(score_parts)} AS score FROM memory_terms t "
         f"CROSS JOIN LATERAL (SELECT {', '.join(frequencies)}) f "
-        f"WHERE m.terms @@ %(q_match)s::tsquery {extra}AND {where} "
+        f"WHERE t.terms @@ %(q_match)s::tsquery {extra}AND t.collection = %(q_collection)s "
         f"AND {' + '.join(cover_parts)} > 0 AND {' + '.join(cover_parts)} >= %(q_least)s "
+        "ORDER BY score DESC, t.memory_id LIMIT %(q_window)s"
     )
     taken = 1
     while True:
         essential, rest = order[:taken], order[taken:]
-        rows = conn.execute(
-            scored + "ORDER BY score DESC, m.id LIMIT %(q_depth)s",
-            {**bound_params, "q_match": text_index.or_query(essential)},
-        ).fetchall()
+        rows = _passing_best(
+            conn, ranked_sql, {**ranking, "q_match": text_index.or_query(essential)}, where, params, depth
+        )
         if not rest:
             break
         # A row holding none of the terms taken scores at most the rest's bounds and covers at most
         # their weight: once that cannot reach the depth-th score (or the coverage), nothing is missed.
         ceiling = sum(bound[t] for t in rest)
-        if sum(weight[t] for t in rest) < least or (len(rows) >= depth and float(rows[-1][1]) > ceiling):
+        if sum(weight[t] for t in rest) < least or (len(rows) >= depth and rows[-1][1] > ceiling):
             break
         taken += 1
-    return [(int(m), float(score)) for m, score in rows]
+    return rows
+
+
+def _passing_best(
+    conn: psycopg.Connection,
+    ranked_sql: str,
+    ranking: dict[str, Any],
+    where: str,
+    params: dict[str, Any],
+    depth: int,
+) -> list[tuple[int, float]]:
+    """The ``depth`` best of the ranked rows that pass ``where``, in rank order.
+
+    Ranks a window of the best rows, keeps those passing the filter, and widens the window while too
+    few pass and more rows rank.
+    """
+    window = min(max(4 * depth, 64), 2**62)
+    while True:
+        ranked = [
+            (int(m), float(score)) for m, score in conn.execute(ranked_sql, {**ranking, "q_window": window})
+        ]
+        passing: set[int] = set()
+        if ranked:
+            passing = {
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT m.id FROM memories m WHERE m.id = ANY(%(r_ids)s) AND {where}",
+                    {**params, "r_ids": [m for m, _ in ranked]},
+                )
+            }
+        kept = [(m, score) for m, score in ranked if m in passing]
+        if len(kept) >= depth or len(ranked) < window:
+            return kept[:depth]
+        # Size the next window from the share that passed (a selective filter needs a wide one).
+        share = max(len(kept), 1) / len(ranked)
+        window = min(max(window * 4, int(2 * depth / share)), 2**62)
 
 
 def jaccard_candidates(
-    conn: psycopg.Connection, text: str, where: str, params: dict[str, Any], limit: int, threshold: float
+    conn: psycopg.Connection,
+    text: str,
+    where: str,
+    params: dict[str, Any],
+    limit: int,
+    threshold: float,
+    *,
+    collection: str,
 ) -> list[int]:
     """Return up to ``limit`` rows passing ``where`` that share words with ``text``, best BM25 first, among
     which every row with word Jaccard ≥ ``threshold`` to ``text`` is found (see the SQLite engine's
@@ -149,7 +192,7 @@ def jaccard_candidates(
         if all(counts[probes[w]] == 0 for w in rarest):
             return []
         required = [probes[w] for w in rarest]
-    return [m for m, _ in bm25(conn, ranked, where, params, limit, required=required)]
+    return [m for m, _ in bm25(conn, ranked, where, params, limit, collection=collection, required=required)]
 
 
 class PgCandidates:
@@ -157,6 +200,7 @@ class PgCandidates:
 
     def __init__(self, conn: psycopg.Connection, scope: RecallScope) -> None:
         self._conn = conn
+        self._collection = scope.collection
         self.where, self.params, self.hint = predicate_with_hint(scope)
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
@@ -165,7 +209,17 @@ class PgCandidates:
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
     ) -> list[tuple[int, float]]:
-        return bm25(self._conn, words, self.where, self.params, depth, k1=k1, b=b, min_coverage=min_coverage)
+        return bm25(
+            self._conn,
+            words,
+            self.where,
+            self.params,
+            depth,
+            collection=self._collection,
+            k1=k1,
+            b=b,
+            min_coverage=min_coverage,
+        )
 
     def vectors(self, query: VectorQuery, depth: int) -> list[int]:
         return [m for m, _ in self.vectors_scored(query, depth)]

@@ -134,17 +134,10 @@ class Memories:
             "updated_at": ("text", [n.created_at for n in news]),
             "uid": ("text", [uuid.uuid4().hex for _ in news]),
             "robot_id": ("text", [n.robot_id for n in news]),
-            "terms": ("text", [e.vector for e in entries]),
-            "term_list": ("text", [" ".join(e.terms) for e in entries]),
-            "term_count": ("int", [e.length for e in entries]),
             "embedding": ("vector", stored),
             "embedding_model": ("text", [None if v is None else model_id for v in stored]),
         }
-        made = {
-            "context": "context::jsonb",
-            "terms": "terms::tsvector",
-            "term_list": "string_to_array(term_list, ' ')",  # terms never hold a space
-        }
+        made = {"context": "context::jsonb"}
         names = list(columns)
         # One statement for the batch: unnest keeps the arrays' order, row by row.
         conn.execute(
@@ -173,7 +166,7 @@ class Memories:
                 "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[])",
                 ([p[0] for p in payloads], [p[1] for p in payloads], [p[2] for p in payloads]),
             )
-        text_index.note_added(conn, entries)
+        text_index.insert(conn, ids, [n.collection for n in news], entries)
         return ids
 
     def set_tags(self, memory_id: int, tags: Sequence[str], source: str = "auto") -> None:
@@ -250,8 +243,8 @@ class Memories:
         if query is None:
             return None
         rows = self._conn.execute(
-            f"SELECT m.id, m.content FROM memories m WHERE m.terms @@ %(q)s::tsquery AND {_FACTS} "
-            "LIMIT %(limit)s",
+            "SELECT m.id, m.content FROM memory_terms t JOIN memories m ON m.id = t.memory_id "
+            f"WHERE t.terms @@ %(q)s::tsquery AND t.collection = %(p_collection)s AND {_FACTS} LIMIT %(limit)s",
             {"q": query, "p_collection": collection, "limit": limit + 1},
         ).fetchall()
         return None if len(rows) > limit else [(int(m), str(c)) for m, c in rows]
@@ -260,7 +253,7 @@ class Memories:
         from robotmem.store.postgres import candidates  # candidates reads this module's columns
 
         return candidates.jaccard_candidates(
-            self._conn, text, _FACTS, {"p_collection": collection}, limit, threshold
+            self._conn, text, _FACTS, {"p_collection": collection}, limit, threshold, collection=collection
         )
 
     def active_facts_among(self, ids: Sequence[int], collection: str) -> set[int]:

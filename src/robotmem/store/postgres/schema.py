@@ -4,16 +4,17 @@ The version lives in ``meta.schema_version``; a database newer than this code is
 mirror the SQLite engine's (``store/sqlite/migrations.py``) column for column, so export, import and
 sync records are the same on both engines; what differs is how search is stored:
 
-- ``memories.terms`` holds the FTS5 terms of the indexed body as a ``tsvector`` (positions give each
-  term's frequency) and ``term_count`` its length; ``fts_terms`` and ``fts_totals`` keep the document
-  counts BM25 needs. Only active memories have terms, as only they have an FTS5 row on SQLite.
+- ``memory_terms`` is the text index, one narrow row per active memory (as only they have an FTS5 row
+  on SQLite): the FTS5 terms of the indexed body as a ``tsvector`` with a GIN index, the same terms in
+  order (``term_list``, where BM25 counts a term's frequency) and their number. BM25 ranks these small
+  rows and reads a memory's wide row only to apply the filters to the best of them. ``fts_terms`` and
+  ``fts_totals`` keep the document counts BM25 needs.
 - ``memories.embedding`` keeps the vector inline in the row (storage MAIN and a tuple target of a whole
   page, so the toaster never moves it out of line: exact search reads it with the row); an HNSW index
   per recorded model (``vector_index``) serves large stores.
 - ``context`` is ``jsonb`` (what filters read, with a GIN index for equality conditions) and
   ``context_text`` the text exactly as written: records come back with their keys in order, and a
   filter reads an array or object as the same minified text SQLite's ``json_extract`` returns.
-- ``term_list`` holds the terms in order beside the ``tsvector``: BM25 counts a term's frequency in it.
 - The ``rm_*`` functions give a JSON value the value SQLite would compare (``filters`` in this package).
 """
 
@@ -64,9 +65,6 @@ CREATE TABLE memories (
     updated_at         text    NOT NULL,
     uid                text    NOT NULL,
     robot_id           text    NOT NULL DEFAULT '',
-    terms              tsvector,
-    term_list          text[],
-    term_count         integer NOT NULL DEFAULT 0,
     embedding          vector
 ) WITH (toast_tuple_target = 8160);
 ALTER TABLE memories ALTER COLUMN embedding SET STORAGE MAIN;
@@ -77,8 +75,16 @@ CREATE INDEX idx_mem_hash ON memories(content_hash) WHERE content_hash IS NOT NU
 CREATE INDEX idx_mem_no_embed ON memories(id) WHERE embedding_model IS NULL AND status = 'active';
 CREATE INDEX idx_mem_created ON memories(collection, created_at, id);
 CREATE INDEX idx_mem_robot ON memories(robot_id);
-CREATE INDEX idx_mem_terms ON memories USING gin (terms) WHERE terms IS NOT NULL;
 CREATE INDEX idx_mem_context ON memories USING gin (context jsonb_path_ops);
+
+CREATE TABLE memory_terms (
+    memory_id  bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    collection text NOT NULL,
+    term_count integer NOT NULL,
+    term_list  text[] NOT NULL,
+    terms      tsvector NOT NULL
+);
+CREATE INDEX idx_memory_terms ON memory_terms USING gin (terms);
 
 CREATE TABLE fts_terms (
     term text PRIMARY KEY,
@@ -210,7 +216,7 @@ CREATE TRIGGER memories_logged_insert AFTER INSERT ON memories REFERENCING NEW T
     FOR EACH STATEMENT EXECUTE FUNCTION rm_log_memory_rows();
 CREATE TRIGGER memories_logged_update AFTER UPDATE OF collection, type, content, human_summary, content_hash,
     category, confidence, context, scope_files, scope_entities, session_id, perception_type, status,
-    superseded_by, merged_ids, invalidated_reason, created_at, updated_at, uid, robot_id, terms
+    superseded_by, merged_ids, invalidated_reason, created_at, updated_at, uid, robot_id
     ON memories FOR EACH ROW EXECUTE FUNCTION rm_log_memory();
 CREATE TRIGGER memories_logged_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION rm_log_memory_rows();

@@ -6,8 +6,9 @@ Python exactly as the SQLite engine's FTS5 makes them (``text.index_text`` segme
 ``tsvector`` whose positions count each term. ``fts_terms`` keeps each term's document count and
 ``fts_totals`` the documents and tokens, so BM25 uses the statistics FTS5 uses: the same scores.
 
-Every write to ``memories.terms`` goes through ``add``/``remove``/``replace``/``rebuild`` here, which keep
-those counts in step; the change-log trigger on ``terms`` records the memories they touch.
+Every write to ``memory_terms`` goes through ``add``/``remove``/``replace``/``rebuild`` here, which keep
+those counts in step. (A row changes only with its memory's content or status, whose own change the
+change log records.)
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def encode(body: str) -> Encoded:
 
 
 def note_added(conn: psycopg.Connection, entries: Sequence[Encoded]) -> None:
-    """Count ``entries`` (just written to ``memories.terms``) in the BM25 statistics."""
+    """Count ``entries`` (just written to ``memory_terms``) in the BM25 statistics."""
     if not entries:
         return
     counts: Counter[str] = Counter()
@@ -102,25 +103,44 @@ def note_added(conn: psycopg.Connection, entries: Sequence[Encoded]) -> None:
     )
 
 
+def insert(
+    conn: psycopg.Connection, ids: Sequence[int], collections: Sequence[str], entries: Sequence[Encoded]
+) -> None:
+    """Write the index rows of new memories (one statement) and count them."""
+    if not ids:
+        return
+    conn.execute(
+        "INSERT INTO memory_terms (memory_id, collection, term_count, term_list, terms) "
+        "SELECT m, c, n, string_to_array(l, ' '), v::tsvector "  # terms never hold a space
+        "FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[]) AS x(m, c, n, l, v)",
+        (
+            list(ids),
+            list(collections),
+            [e.length for e in entries],
+            [" ".join(e.terms) for e in entries],
+            [e.vector for e in entries],
+        ),
+    )
+    note_added(conn, entries)
+
+
 def add(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> None:
-    """Index ``(memory_id, body)`` rows of memories that have no terms yet."""
+    """Index ``(memory_id, body)`` rows of memories that have no index row yet."""
     documents = [(memory_id, encode(body)) for memory_id, body in rows]
     if not documents:
         return
-    with conn.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE memories SET terms = %s::tsvector, term_list = %s, term_count = %s WHERE id = %s",
-            [(entry.vector, list(entry.terms), entry.length, memory_id) for memory_id, entry in documents],
-        )
-    note_added(conn, [entry for _, entry in documents])
+    ids = [memory_id for memory_id, _ in documents]
+    found: dict[int, str] = dict(conn.execute("SELECT id, collection FROM memories WHERE id = ANY(%s)", (ids,)).fetchall())
+    kept = [(m, e) for m, e in documents if m in found]
+    insert(conn, [m for m, _ in kept], [found[m] for m, _ in kept], [e for _, e in kept])
 
 
 def remove(conn: psycopg.Connection, ids: Sequence[int]) -> None:
-    """Take the memories ``ids`` out of the index (nothing happens for ids without terms)."""
+    """Take the memories ``ids`` out of the index (nothing happens for ids without a row)."""
     if not ids:
         return
     rows = conn.execute(
-        "SELECT id, term_count, tsvector_to_array(terms) FROM memories WHERE id = ANY(%s) AND terms IS NOT NULL",
+        "DELETE FROM memory_terms WHERE memory_id = ANY(%s) RETURNING memory_id, term_count, tsvector_to_array(terms)",
         (list(ids),),
     ).fetchall()
     if not rows:
@@ -133,10 +153,6 @@ def remove(conn: psycopg.Connection, ids: Sequence[int]) -> None:
         "UPDATE fts_totals SET docs = docs - %s, tokens = tokens - %s",
         (len(rows), sum(int(r[1]) for r in rows)),
     )
-    conn.execute(
-        "UPDATE memories SET terms = NULL, term_list = NULL, term_count = 0 WHERE id = ANY(%s)",
-        ([int(r[0]) for r in rows],),
-    )
 
 
 def replace(conn: psycopg.Connection, memory_id: int, body: str | None) -> None:
@@ -148,7 +164,7 @@ def replace(conn: psycopg.Connection, memory_id: int, body: str | None) -> None:
 
 def rebuild(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> int:
     """Drop every memory's terms and index ``(memory_id, body)`` rows anew; return how many were indexed."""
-    conn.execute("UPDATE memories SET terms = NULL, term_list = NULL, term_count = 0 WHERE terms IS NOT NULL")
+    conn.execute("DELETE FROM memory_terms")
     conn.execute("DELETE FROM fts_terms")
     conn.execute("UPDATE fts_totals SET docs = 0, tokens = 0")
     count = 0
