@@ -45,7 +45,7 @@ from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 CLUSTER = CACHE / "pg"
 PORT = 55499
 # A server sized for the 2-core, 24 GiB benchmark machine; the HNSW build wants its graph in memory.
