@@ -255,6 +255,47 @@ class PgCandidates:
         return found
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
+        if n <= 0:
+            return {}
+        if any(abs(t) >= 4e307 for t in spatial.target):
+            return self._nearest_in_python(spatial, n)
+        builder = PgFilter("s")
+        point = f"rm_point(rm_value({builder.json_at(spatial.path)}), {len(spatial.target)})"
+        # spatial.distance's expression in its order (offsets over the largest, squared, summed left to
+        # right, square root, times the largest): the same float8 operations give the same distances.
+        offsets = [f"(x.p[{k + 1}] - {float(t)!r}::float8)" for k, t in enumerate(spatial.target)]
+        scale = "GREATEST(" + ", ".join(f"abs({o})" for o in offsets) + ")"
+        # A ratio under 1e-9 squares to under 2^-59, which no sum of at most 16 terms holding a 1 can
+        # feel: 0 gives the same distance, and the server (which raises on float8 underflow) is spared.
+        squares = " + ".join(
+            f"(CASE WHEN abs({o}) < {scale} / 1e9 THEN 0::float8 ELSE ({o} / {scale}) ^ 2 END)"
+            for o in offsets
+        )
+        far = f"(CASE WHEN {scale} = 0 THEN 0::float8 ELSE {scale} * sqrt({squares}) END)"
+        reach = ""
+        params = {**self.params, **builder.params, "s_limit": n}
+        if spatial.max_distance is not None:
+            reach = "AND d.far <= %(s_reach)s "
+            params["s_reach"] = spatial.max_distance
+        select = (
+            f"SELECT d.id, d.far FROM (SELECT m.id, {far} AS far FROM memories m "
+            f"CROSS JOIN LATERAL (SELECT {point} AS p) x WHERE {self.where} AND x.p IS NOT NULL) d "
+            f"WHERE d.far IS NOT NULL {reach}"
+        )
+        try:
+            with self._conn.transaction():  # a savepoint: an out-of-range float8 leaves the snapshot usable
+                rows = self._conn.execute(
+                    select + "ORDER BY d.far, d.id LIMIT %(s_limit)s", params
+                ).fetchall()
+                if len(rows) == n:  # every tie at the n-th distance comes too
+                    params["s_nth"] = rows[-1][1]
+                    rows = self._conn.execute(select + "AND d.far <= %(s_nth)s", params).fetchall()
+        except psycopg.errors.NumericValueOutOfRange:
+            return self._nearest_in_python(spatial, n)
+        return {int(m): float(d) for m, d in rows}
+
+    def _nearest_in_python(self, spatial: SpatialSort, n: int) -> dict[int, float]:
+        """``nearest`` computed here, for a target so far out that the server's float8 could overflow."""
         builder = PgFilter("s")
         point = builder.json_at(spatial.path)
         found: dict[int, float] = {}

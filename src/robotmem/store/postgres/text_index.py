@@ -130,7 +130,9 @@ def add(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> None:
     if not documents:
         return
     ids = [memory_id for memory_id, _ in documents]
-    found: dict[int, str] = dict(conn.execute("SELECT id, collection FROM memories WHERE id = ANY(%s)", (ids,)).fetchall())
+    found: dict[int, str] = dict(
+        conn.execute("SELECT id, collection FROM memories WHERE id = ANY(%s)", (ids,)).fetchall()
+    )
     kept = [(m, e) for m, e in documents if m in found]
     insert(conn, [m for m, _ in kept], [found[m] for m, _ in kept], [e for _, e in kept])
 
