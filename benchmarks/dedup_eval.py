@@ -6,9 +6,9 @@ Run from the repository root:
 
 ``benchmarks/data/dedup_pairs.jsonl`` holds pairs of lessons labelled ``duplicate`` (exact repeats, case,
 punctuation and filler-word variants) or ``distinct`` (a lesson and its opposite: negation, negating prefix,
-antonym, on/off state, swapped order; and two look-alike actions such as load/unload), in English and Chinese,
-in two splits: ``dev`` (the pairs the polarity word lists were written with) and ``heldout`` (written after
-them, not used to tune anything).
+antonym, on/off state, swapped order; another object, action or modal), in English and Chinese, in two
+splits: ``dev`` (the pairs the first word lists were written with) and ``heldout`` (written after them,
+labelled before any decision ran on them, not used to tune anything).
 
 learn: for each pair, ``learn(first)`` then ``learn(second)`` in a collection of its own, in one database with
 the chosen embedder (the bundled model by default, so the cosine check takes part); the pair is called a
@@ -19,8 +19,9 @@ duplicate when one of them would be superseded by the other.
 
 Precision = pairs called duplicate that are labelled duplicate / pairs called duplicate; recall = labelled
 duplicates called duplicate / labelled duplicates. The cost of the decision itself (``dedup.same_experience``
-per pair, median of 30 passes over all pairs, polarity's cache cleared before each) is printed too. ``--baseline DIR`` runs the same script against another
-checkout's ``src`` (``git worktree add /tmp/base main``) in a subprocess and prints both side by side.
+per pair, median of 30 passes over all pairs, every cache the dedup module holds cleared before each) is
+printed too. ``--baseline DIR`` runs the same script against another checkout's ``src`` (``git worktree add
+/tmp/base main``) in a subprocess and prints both side by side.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "dedup_pairs.jsonl"
-# "dev": the pairs the word lists were written with; "heldout": pairs written afterwards and left untuned.
+# "dev": the pairs the first word lists were written with; "heldout": pairs written afterwards and left untuned.
 SCOPES = ("all", "en", "zh", "dev", "heldout")
 UNRELATED = "The battery of robot 3 lasts four hours on the warehouse floor"
 
@@ -122,11 +123,13 @@ def decision_cost_us(pairs: list[dict[str, str]], repeat: int = 30) -> float:
     from robotmem.text import word_set
 
     word_set("机器人")  # the CJK dictionary loads once per process, outside the timing
-    clear = getattr(getattr(dedup, "polarity", None), "cache_clear", lambda: None)
+    # the cached text readers dedup imports (whichever a checkout has: polarity, content_words)
+    caches = [value.cache_clear for value in vars(dedup).values() if hasattr(value, "cache_clear")]
     texts = [(p["first"], p["second"]) for p in pairs]
     times = []
     for _ in range(repeat):
-        clear()
+        for clear in caches:
+            clear()
         start = time.perf_counter()
         for first, second in texts:
             dedup.same_experience(first, second)
