@@ -115,6 +115,12 @@ def test_filler_case_and_punctuation_change_nothing(first: str, second: str) -> 
         ("No, the gripper slips", "The gripper slips"),
         ("七号机器人抓取失败", "八号机器人抓取失败"),
         ("好的夹爪打开后抓取", "夹爪打开后抓取"),  # "好的夹爪" is "a good gripper"
+        ("The brake is un-locked when docked", "The brake is locked when docked"),
+        ("Put the box on a non-slip mat", "Put the box on a slip mat"),
+        ("The gripper is mis-aligned", "The gripper is aligned"),
+        ("移动机械臂是不安全的", "移动机械臂是安全的"),
+        ("这个读数非法", "这个读数合法"),
+        ("托盘未清空", "托盘清空"),
     ],
 )
 def test_words_that_look_like_filler_still_decide(first: str, second: str) -> None:
