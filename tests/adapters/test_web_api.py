@@ -38,7 +38,8 @@ GRASP_TEXTS = [
 def running(app: Any) -> Iterator[httpx.Client]:
     """Serve ``app`` on 127.0.0.1 with an OS-chosen port; yield a client bound to it."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for the loop to notice, 0.5 s by default per test.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}", timeout=30) as client:
@@ -465,6 +466,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_cli_serves_with_waitress_and_refuses_public_binding(tmp_path: Path) -> None:
     env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": "hash"}
     env.pop("ROBOTMEM_WEB_TOKEN", None)

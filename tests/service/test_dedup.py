@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.strategies import examples
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -216,7 +217,9 @@ def shared_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotMem
 _collections = itertools.count()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.sampled_from(CONTRADICTIONS + [(b, a) for a, b in CONTRADICTIONS]),
     st.sampled_from(["", ".", "!", " 。"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.strategies import examples
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -62,10 +64,20 @@ def _fill(mem: RobotMemory, count: int, seed: int) -> None:
             mem.learn(text, context=context, collection=collection)
 
 
+@pytest.fixture(scope="module")
+def filled_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database of 160 varied memories, written once per module; each test gets a copy (``filled``)."""
+    home = tmp_path_factory.mktemp("mirror")
+    with RobotMemory(home / "mirror.db", settings=Settings(home=home), embed_backend="hash") as mem:
+        _fill(mem, 160, seed=3)
+    assert not (home / "mirror.db-wal").exists()  # closed: the file alone holds every memory
+    return home / "mirror.db"
+
+
 @pytest.fixture
-def filled(tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
+def filled(tmp_path: Path, settings: Settings, filled_file: Path) -> Iterator[RobotMemory]:
+    shutil.copyfile(filled_file, tmp_path / "mirror.db")
     mem = RobotMemory(tmp_path / "mirror.db", settings=settings, embed_backend="hash")
-    _fill(mem, 160, seed=3)
     yield mem
     mem.close()
 
@@ -268,7 +280,9 @@ filters = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(raw=filters, collection=st.sampled_from(["manipulation", "navigation", "nowhere"]))
 def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
     filled: RobotMemory, raw: dict[str, Any], collection: str
