@@ -159,6 +159,12 @@ class BackgroundBackfill:
             stop.wait(interval_s)
 
 
+def close(engine: Engine, background: BackgroundBackfill) -> None:
+    """Stop the background backfill for good, then close the engine; see ``RobotMemory.close``."""
+    background.stop(close=True)
+    engine.close()
+
+
 def reindex(
     engine: Engine, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None
 ) -> ReindexResult:

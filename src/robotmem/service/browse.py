@@ -7,7 +7,7 @@ The input models below carry the defaults and limits, so the REST schema is gene
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -270,9 +270,13 @@ def categories(engine: Engine, collection: str | None = None) -> CategoriesResul
     return {"categories": category_counts(engine.read(lambda tx: tx.browse.category_counts(target)))}
 
 
-def recent_failures(engine: Engine, **arguments: Any) -> FailuresResult:
+def recent_failures(
+    engine: Engine, collection: str | None = None, limit: int = 20, max_outcome: float = 0.5
+) -> FailuresResult:
     """Return failed episodes and failure lessons, newest first; see ``RobotMemory.recent_failures``."""
-    args = validate_input(RecentFailuresInput, arguments)
+    args = validate_input(
+        RecentFailuresInput, {"collection": collection, "limit": limit, "max_outcome": max_outcome}
+    )
     target = _collection(args.collection)
 
     def work(tx: StoreTx) -> FailuresResult:
@@ -287,9 +291,11 @@ def recent_failures(engine: Engine, **arguments: Any) -> FailuresResult:
     return engine.read(work)
 
 
-def spatial_points(engine: Engine, **arguments: Any) -> SpatialPointsResult:
+def spatial_points(
+    engine: Engine, field: str, collection: str | None = None, limit: int = 500
+) -> SpatialPointsResult:
     """Return the positions at a ``spatial.<key>`` field; see ``RobotMemory.spatial_points``."""
-    args = validate_input(SpatialPointsInput, arguments)
+    args = validate_input(SpatialPointsInput, {"field": field, "collection": collection, "limit": limit})
     key = args.field.split(".", 1)[1]
     target = _collection(args.collection)
     rows = engine.read(lambda tx: tx.browse.spatial_points(key, target, args.limit))
