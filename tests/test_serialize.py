@@ -78,9 +78,8 @@ def constructions(source: str) -> list[str]:
             if not _names(node.returns) & set(RESULT_TYPES):
                 continue
             for statement in _own_statements(node):
-                if isinstance(statement, ast.Return) and statement.value is not None:
-                    if _built_here(statement.value):
-                        found.append(f"{statement.lineno}: {node.name} returns a result written in place")
+                if isinstance(statement, ast.Return) and statement.value and _built_here(statement.value):
+                    found.append(f"{statement.lineno}: {node.name} returns a result written in place")
     return found
 
 
