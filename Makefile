@@ -20,8 +20,9 @@ test: $(STAMP)
 
 # The edit loop: the suite without the tests that spawn a process or a browser (`slow`), a tenth of each
 # property's examples (hypothesis profile `fast`), temporary files on tmpfs when there is one (SQLite's
-# fsyncs cost a disk-backed /tmp more wall time than the tests' CPU). About 25 s on 2 idle cores, 40 s
-# with two other full runs going (`time make test-fast`); `make test` runs everything at full counts.
+# fsyncs cost a disk-backed /tmp more wall time than the tests' CPU). Measured on the 2-core machine:
+# 32 s of CPU, 63-75 s wall at load 4-5 (before: 52 s of CPU, 134 s wall at load 4, back to back).
+# `make test` runs everything at full counts.
 FAST_TMPDIR ?= $(if $(wildcard /dev/shm),/dev/shm,$(or $(TMPDIR),/tmp))
 test-fast: $(STAMP)
 	TMPDIR=$(FAST_TMPDIR) $(PY) -m pytest -m "not slow" --hypothesis-profile=fast
