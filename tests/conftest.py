@@ -7,9 +7,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
+
+# ``make test`` runs every property with its full count of examples (the default profile);
+# ``make test-fast`` selects this profile, which runs a tenth of each (``tests.strategies.examples``).
+hypothesis_settings.register_profile("fast", max_examples=10)
 
 
 class FakeClock:

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from robotmem.consolidation import Candidate, decayed_confidence, plan_consolidation
+from robotmem.serialize import consolidation_report
 
 
 def candidate(
@@ -41,7 +42,7 @@ def test_complete_link_clusters_and_representative_choice() -> None:
     assert len(plan.merges) == 1
     assert plan.merges[0].representative == 2
     assert sorted(plan.merges[0].merged) == [1, 3]
-    report = plan.report()
+    report = consolidation_report(plan)
     assert report["superseded_count"] == 2 and report["compression_ratio"] == 0.5
     assert 0.5 < report["avg_similarity"] < 1.0
 

@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
 from werkzeug.serving import make_server
 
 from robotmem import RobotMemError, RobotMemory
@@ -100,6 +99,8 @@ def through_python(path: Path, settings: Settings) -> list[Outcome]:
 
 def through_mcp(path: Path, home: Path) -> list[Outcome]:
     out: list[Outcome] = []
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # here: a fast run does not load it
 
     async def session_run() -> None:
         params = StdioServerParameters(

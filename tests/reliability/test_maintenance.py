@@ -156,6 +156,7 @@ def test_backup_refuses_to_overwrite_or_guess(filled: RobotMemory, tmp_path: Pat
         filled.backup("")
 
 
+@pytest.mark.slow
 def test_backup_while_another_process_writes(filled: RobotMemory, tmp_path: Path) -> None:
     script = (
         "import sys\n"

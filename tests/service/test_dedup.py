@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.lessons import OPPOSITES, VARIANTS
+from tests.strategies import examples
 
 from robotmem import RobotMemory, filler
 from robotmem.config import Settings
@@ -180,7 +181,9 @@ def shared_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotMem
 _collections = itertools.count()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.sampled_from(CONTRADICTIONS + [(b, a) for a, b in CONTRADICTIONS]),
     st.sampled_from(["", ".", "!", " 。"]),

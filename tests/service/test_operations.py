@@ -278,8 +278,28 @@ def test_module_functions_delegate_to_a_default_instance(tmp_path, monkeypatch) 
     monkeypatch.setattr(robotmem, "_default", None)
     created = robotmem.learn("module level learn works")
     assert robotmem.recall("module level")["memories"][0]["id"] == created["memory_id"]
+    assert robotmem.recall("module level", robots="self")["memories"][0]["id"] == created["memory_id"]
+    assert robotmem.recall("module level", robots=["another-robot"])["total"] == 0
     assert robotmem.default_memory().path == tmp_path / "home" / "memory.db"
     robotmem.default_memory().close()
+
+
+def test_module_functions_have_the_signatures_of_their_methods() -> None:
+    import inspect
+
+    import robotmem
+
+    functions = [
+        name
+        for name in robotmem.__all__
+        if inspect.isfunction(getattr(robotmem, name)) and hasattr(robotmem.RobotMemory, name)
+    ]
+    assert len(functions) == 7, functions  # the seven operations
+    for name in functions:
+        method = inspect.signature(getattr(robotmem.RobotMemory, name))
+        without_self = method.replace(parameters=list(method.parameters.values())[1:])
+        # Parameters, kinds, defaults, annotations and the return type, compared as a whole.
+        assert inspect.signature(getattr(robotmem, name)) == without_self, name
 
 
 BAD_CALLS = [

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.strategies import deep_json_text, fragments, hostile_text, json_values
+from tests.strategies import deep_json_text, examples, fragments, hostile_text, json_values
 
 from robotmem import RobotMemError, RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=True,

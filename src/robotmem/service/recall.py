@@ -24,7 +24,7 @@ from robotmem.errors import ValidationError
 from robotmem.filters import All, Condition, Node, Scalar, parse_filter
 from robotmem.records import Hit, Memory
 from robotmem.results import RecallHit, RecallResult
-from robotmem.serialize import hit_to_dict
+from robotmem.serialize import hit_to_dict, recall_result
 from robotmem.service import rerank as reranking
 from robotmem.service.engine import Engine
 from robotmem.service.scoring import Scoring, bm25_words, score_candidates
@@ -162,12 +162,8 @@ def recall(
         own_robot=engine.robot_id,
     )
     outcome = execute(engine, plan)
-    return {
-        "memories": [hit_to_dict(hit, include_data=plan.include_data) for hit in outcome.hits],
-        "total": len(outcome.hits),
-        "mode": outcome.mode,  # type: ignore[typeddict-item]
-        "query_ms": round((time.perf_counter() - started) * 1000, 3),
-    }
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return recall_result(outcome.hits, include_data=plan.include_data, mode=outcome.mode, query_ms=elapsed_ms)
 
 
 def related(engine: Engine, session_id: str, collection: str, texts: list[str]) -> list[RecallHit]:

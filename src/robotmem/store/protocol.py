@@ -15,7 +15,7 @@ it is. Times are ISO 8601 UTC strings.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -25,14 +25,24 @@ import numpy.typing as npt
 
 from robotmem.consolidation import Candidate
 from robotmem.filters import Node
-from robotmem.records import IntegrityReport, Memory, MemoryQuery, NewMemory, Session, SessionRow
-from robotmem.results import CollectionSummary
+from robotmem.records import (
+    IndexHealth,
+    IntegrityReport,
+    Memory,
+    MemoryQuery,
+    NewMemory,
+    Session,
+    SessionCounts,
+    SessionRow,
+)
 from robotmem.spatial import SpatialSort
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.float32]
 # (memory_id, content, vector) of one embedded memory.
 EmbeddedText = tuple[int, str, FloatArray]
+# (collection, memories, active memories, sessions, latest activity) of one collection.
+CollectionRow = tuple[str, int, int, int, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +233,12 @@ class SessionTable(Protocol):
         """Return the session if still active; raises ``NotFoundError`` or ``ConflictError``."""
         ...
 
-    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
+    def end(self, session_id: str, outcome_score: float | None, summary: Mapping[str, Any], now: str) -> None:
         """Mark the session ended and store its outcome and summary."""
         ...
 
-    def summarize(self, session_id: str) -> dict[str, Any]:
-        """Return ``{"memory_count", "by_type", "by_category"}`` over its memories that are not invalidated."""
+    def summarize(self, session_id: str) -> SessionCounts:
+        """Return the counts of its memories that are not invalidated: in all, by type, by category."""
         ...
 
     def active_memory_count(self, collection: str) -> int:
@@ -395,7 +405,7 @@ class BrowseQueries(Protocol):
 
     def category_counts(self, collection: str | None) -> list[tuple[str, int]]: ...
 
-    def collection_rows(self) -> list[CollectionSummary]: ...
+    def collection_rows(self) -> list[CollectionRow]: ...
 
     def list_sessions(
         self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
@@ -423,7 +433,7 @@ class Maintenance(Protocol):
 
     def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]: ...
 
-    def index_report(self) -> dict[str, Any]: ...
+    def index_report(self) -> IndexHealth: ...
 
 
 class StoreTx(Protocol):

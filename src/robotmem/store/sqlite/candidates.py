@@ -1,7 +1,7 @@
 """The recall channels on SQLite: from the in-process mirror, or straight from SQL.
 
 Both sources answer the same questions (``robotmem.store.protocol.CandidateSource``) over a scope, on the
-recall's read snapshot, and give the same candidates (``tests/store/test_recall_mirror.py`` compares
+recall's read snapshot, and give the same candidates (``tests/store/sqlite/test_candidates.py`` compares
 them). ``MirrorCandidates`` turns the scope into one numpy mask by memory id and scores BM25 from the
 mirrored postings; ``SqlCandidates`` compiles the scope into the SQL of each channel — for a robot short
 of memory (``recall_mirror = false``).

@@ -152,7 +152,7 @@ _LOG_CHANGE = (
 def _migrate_v3(conn: sqlite3.Connection) -> None:
     """``memory_changes``: the last change ``seq`` of every memory, kept by triggers.
 
-    An in-process mirror of the recall columns (``store.mirror``) reads the rows above the last ``seq``
+    An in-process mirror of the recall columns (``mirror.py``) reads the rows above the last ``seq``
     it saw, so it follows every writer (this process, another process, the CLI) without reloading.
     One row per memory: the table stays as large as ``memories``, not as long as its history.
     """

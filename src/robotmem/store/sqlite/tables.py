@@ -8,13 +8,28 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from robotmem.consolidation import Candidate
-from robotmem.records import IntegrityReport, Memory, MemoryQuery, NewMemory, Session, SessionRow
-from robotmem.results import CollectionSummary
-from robotmem.store.protocol import EmbeddedText, FloatArray, StoreIdentity, SyncCursor, VectorQuery
+from robotmem.records import (
+    IndexHealth,
+    IntegrityReport,
+    Memory,
+    MemoryQuery,
+    NewMemory,
+    Session,
+    SessionCounts,
+    SessionRow,
+)
+from robotmem.store.protocol import (
+    CollectionRow,
+    EmbeddedText,
+    FloatArray,
+    StoreIdentity,
+    SyncCursor,
+    VectorQuery,
+)
 from robotmem.store.sqlite import (
     browse,
     health,
@@ -27,7 +42,6 @@ from robotmem.store.sqlite import (
     transfer,
 )
 from robotmem.store.sqlite import vectors as vector_rows
-from robotmem.store.sqlite.migrations import SCHEMA_VERSION
 from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text import numbers_query
 
@@ -113,10 +127,10 @@ class Sessions:
     def get_active(self, session_id: str) -> Session:
         return sessions.get_active(self._conn, session_id)
 
-    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
+    def end(self, session_id: str, outcome_score: float | None, summary: Mapping[str, Any], now: str) -> None:
         sessions.end(self._conn, session_id, outcome_score, summary, now)
 
-    def summarize(self, session_id: str) -> dict[str, Any]:
+    def summarize(self, session_id: str) -> SessionCounts:
         return sessions.summarize(self._conn, session_id)
 
     def active_memory_count(self, collection: str) -> int:
@@ -284,7 +298,7 @@ class Browse:
     def category_counts(self, collection: str | None) -> list[tuple[str, int]]:
         return browse.category_counts(self._conn, collection)
 
-    def collection_rows(self) -> list[CollectionSummary]:
+    def collection_rows(self) -> list[CollectionRow]:
         return browse.collection_rows(self._conn)
 
     def list_sessions(
@@ -333,5 +347,5 @@ class Maintenance:
         actions.update(maintenance.repair_values(self._conn, now))
         return actions
 
-    def index_report(self) -> dict[str, Any]:
-        return {"expected_schema_version": SCHEMA_VERSION, **health.index_report(self._conn)}
+    def index_report(self) -> IndexHealth:
+        return health.index_report(self._conn)
