@@ -64,7 +64,10 @@ class Settings:
     query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
     neighbour_share: float = 0.5  # a memory gains this share of its episode neighbours' scores
     episode_share: float = 0.2  # a memory gains this share of its episode's best score
-    context_boost: float = 1.0  # gain (× best score) for carrying context values the query names
+    context_boost: float = 1.0  # gain (× best score × rarity) for carrying context values the query names
+    # A query asking for the step after (before) the one it describes: this share of each memory's score
+    # passes to the next (previous) memory of its episode.
+    direction_share: float = 0.0
     # Optional cross-encoder reranking of recall's best candidates over HTTP (POST {rerank_url}/rerank);
     # "" = off. On a failure or timeout recall keeps its own order.
     rerank_url: str = ""
@@ -180,7 +183,8 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "bm25_b": (0.0, 1.0, "0..1"),
     "neighbour_share": (0.0, 10.0, "0..10"),
     "episode_share": (0.0, 10.0, "0..10"),
-    "context_boost": (0.0, 10.0, "0..10"),
+    "context_boost": (0.0, 1.0, "0..1"),
+    "direction_share": (0.0, 1.0, "0..1"),
 }
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "embed_dim": (0, 65536),

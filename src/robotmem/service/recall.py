@@ -88,6 +88,7 @@ class Tuning:
     neighbour_share: float = 0.0
     episode_share: float = 0.0
     context_boost: float = 0.0
+    direction_share: float = 0.0
     own_robot_boost: float = 1.0
 
     @property
@@ -101,6 +102,7 @@ class Tuning:
             neighbour_share=self.neighbour_share,
             episode_share=self.episode_share,
             context_boost=self.context_boost,
+            direction_share=self.direction_share,
         )
 
 
@@ -201,6 +203,7 @@ def tuning(engine: Engine) -> Tuning:
         neighbour_share=s.neighbour_share,
         episode_share=s.episode_share,
         context_boost=s.context_boost,
+        direction_share=s.direction_share,
         own_robot_boost=s.own_robot_boost,
     )
 

@@ -16,7 +16,7 @@ it is. Times are ISO 8601 UTC strings.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -53,6 +53,21 @@ class VectorQuery:
     vector: FloatArray
     model_id: str
     dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class NamedValues:
+    """The context values a query names, as the memories of the recall's collection carry them.
+
+    ``memories``: active memories in the collection; ``carried_by``: value → how many of them carry it
+    (the values of the candidates that some active memory carries, at most ``max_share`` of
+    ``memories`` each); ``carriers``: id → the values of ``carried_by`` it carries, for the memories of
+    the scope that carry any.
+    """
+
+    memories: int = 0
+    carried_by: dict[str, int] = field(default_factory=dict)
+    carriers: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 class CandidateSource(Protocol):
@@ -92,8 +107,15 @@ class CandidateSource(Protocol):
         order (ties by id), sessions in order of their smallest id."""
         ...
 
-    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        """Return id → parsed context of the existing ids among ``ids``."""
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        """Return which of ``candidates`` (``naming.value_candidates`` of the query) are context values of
+        the collection's memories (``naming.context_values``: which strings count, folded how), how many
+        active memories of the collection carry each, and which memories of the scope carry them.
+
+        A value carried by more than ``max_share`` of the collection's active memories is left out (it
+        names no memory in particular). An engine keeps an index of value → memories for this (SQLite: a
+        table kept by triggers, ``store/sqlite/values.py``); a lookup must not read every context.
+        """
         ...
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:

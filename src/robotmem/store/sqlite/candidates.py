@@ -19,8 +19,8 @@ import numpy as np
 from robotmem import lexical
 from robotmem.filters import to_sql
 from robotmem.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.protocol import RecallScope, VectorQuery
-from robotmem.store.sqlite import search
+from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
+from robotmem.store.sqlite import search, values
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text import or_match
@@ -76,6 +76,7 @@ class SqlCandidates:
     ) -> None:
         self._conn = conn
         self._index_for = index_for
+        self.collection = scope.collection
         self.where, self.params = predicate(scope)
 
     def _index(self, query: VectorQuery) -> MirroredIndex:
@@ -157,8 +158,16 @@ class SqlCandidates:
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return search.session_members(self._conn, list(ids), self.where, self.params)
 
-    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        return search.contexts(self._conn, list(ids))
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        counts = values.carried_counts(self._conn, candidates, self.collection)
+        if not counts:
+            return NamedValues()
+        total = values.active_count(self._conn, self.collection)
+        kept = {value: count for value, count in counts.items() if count <= max_share * total}
+        carried: dict[int, set[str]] = {}
+        for memory_id, value in values.carriers(self._conn, kept, self.where, self.params):
+            carried.setdefault(memory_id, set()).add(value)
+        return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
 
     def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
         return search.from_robot(self._conn, list(ids), robot_id)
@@ -222,3 +231,9 @@ class MirrorCandidates(SqlCandidates):
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return self._mirror.session_members(ids, self.allowed)
+
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        found = values.postings(self._conn, candidates)
+        if not found:
+            return NamedValues()
+        return self._mirror.named_values(found, self.collection, self.allowed, max_share)

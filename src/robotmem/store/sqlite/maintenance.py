@@ -1,7 +1,7 @@
 """Integrity checks, repair of the derived indexes, and online backup of the database file.
 
 The ``memories`` table (with ``perception_payloads`` and ``sessions``) is the source of truth. The FTS
-table and the vector tombstones are derived from it and can always be rebuilt; vectors that are
+table, the context-value index and the vector tombstones are derived from it and can always be rebuilt; vectors that are
 missing are not computed here (that needs the embedder) but left for backfill.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.records import IntegrityReport
-from robotmem.store.sqlite import fts, vectors
+from robotmem.store.sqlite import fts, values, vectors
 from robotmem.text import index_text
 from robotmem.validation import read_timestamp
 
@@ -65,6 +65,8 @@ _CHECKS: dict[str, str] = {
     "session_times_invalid": f"FROM sessions s WHERE {_BAD_SESSION_TIME}",
     # Confidences that are not a number within 0..1 (recall's min_confidence cut misreads them).
     "confidence_invalid": f"FROM memories m WHERE {_BAD_CONFIDENCE}",
+    # Memories whose rows in the context-value index differ from what their context gives.
+    "context_values_stale": values.STALE,
 }
 _ID_COLUMN = {
     "fts_orphaned": "f.rowid",
@@ -76,6 +78,7 @@ _ID_COLUMN = {
     "sessions_missing": "s.id",
     "sessions_inconsistent": "s.id",
     "session_times_invalid": "s.id",
+    "context_values_stale": "d.memory_id",
 }
 SAMPLE = 20
 
@@ -165,6 +168,11 @@ def rebuild_fts(conn: sqlite3.Connection) -> int:
     """Drop and recreate the FTS table from the content of every active memory; return the rows indexed."""
     rows = conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id").fetchall()
     return fts.rebuild(conn, ((memory_id, index_text(content)) for memory_id, content in rows))
+
+
+def rebuild_context_values(conn: sqlite3.Connection) -> int:
+    """Recompute the context-value index from every memory's context; return the rows it holds."""
+    return values.rebuild(conn)
 
 
 def _ids(conn: sqlite3.Connection, name: str) -> list[Any]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from robotmem.errors import DatabaseError
+from robotmem.store.sqlite import values
 from robotmem.store.sqlite.connection import describe_error, write
 from robotmem.taxonomy import tag_rows
 
@@ -234,11 +235,24 @@ def _migrate_v4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_v5(conn: sqlite3.Connection) -> None:
+    """``context_values``: the context values each memory carries, for recall's named-value boost.
+
+    Kept by triggers on ``memories`` (``store/sqlite/values.py``), filled here from every stored context.
+    """
+    conn.execute(values.CREATE_TABLE)
+    conn.execute(values.CREATE_INDEX)
+    for trigger in values.TRIGGERS:
+        conn.execute(trigger)
+    values.rebuild(conn)
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
+    _migrate_v5,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -328,6 +328,7 @@ class Maintenance:
             maintenance.reindex(self._conn)
             actions["reindexed"] = True
         actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
+        actions["context_values_indexed"] = maintenance.rebuild_context_values(self._conn)
         actions.update(maintenance.repair_vectors(self._conn))
         actions.update(maintenance.repair_references(self._conn, now))
         actions.update(maintenance.repair_values(self._conn, now))
