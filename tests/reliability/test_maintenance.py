@@ -74,7 +74,7 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     conn.execute("UPDATE memories SET session_id = 'lost-session' WHERE id = 7")
     conn.execute("UPDATE memories SET context = json_set(context, '$.place', 'oak shelf') WHERE id = 8")
     conn.execute("DELETE FROM context_values WHERE memory_id = 8")  # a lost context value
-    conn.execute("INSERT INTO context_values (value, memory_id) VALUES ('ghost shelf', 10)")  # a stale one
+    conn.execute("INSERT INTO context_values VALUES ('default', 'ghost shelf', 10)")  # a stale one
     conn.close()
     table_before = _memories_table(filled)
 

@@ -59,10 +59,10 @@ class VectorQuery:
 class NamedValues:
     """The context values a query names, as the memories of the recall's collection carry them.
 
-    ``memories``: active memories in the collection; ``carried_by``: value → how many of them carry it
-    (the values of the candidates that some active memory carries, at most ``max_share`` of
-    ``memories`` each); ``carriers``: id → the values of ``carried_by`` it carries, for the memories of
-    the scope that carry any.
+    ``memories``: memories in the collection (any status); ``carried_by``: value → how many of them carry
+    it (the candidates that some memory of the collection carries, each carried by at most ``max_share``
+    of ``memories``); ``carriers``: id → the values of ``carried_by`` it carries, for the memories of the
+    scope that carry any.
     """
 
     memories: int = 0
@@ -110,11 +110,12 @@ class CandidateSource(Protocol):
     def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         """Return which of ``candidates`` (``naming.value_candidates`` of the query) are context values of
         the collection's memories (``naming.context_values``: which strings count, folded how), how many
-        active memories of the collection carry each, and which memories of the scope carry them.
+        memories of the collection (any status) carry each, and which memories of the scope carry them.
 
-        A value carried by more than ``max_share`` of the collection's active memories is left out (it
-        names no memory in particular). An engine keeps an index of value → memories for this (SQLite: a
-        table kept by triggers, ``store/sqlite/values.py``); a lookup must not read every context.
+        A value carried by more than ``max_share`` of the collection's memories is left out (it names no
+        memory in particular), and its carriers are not read. An engine keeps an index of (collection,
+        value) → memories for this (SQLite: a table kept by triggers, ``store/sqlite/values.py``); a
+        lookup must not read every context.
         """
         ...
 

@@ -162,10 +162,18 @@ class SqlCandidates:
         counts = values.carried_counts(self._conn, candidates, self.collection)
         if not counts:
             return NamedValues()
-        total = values.active_count(self._conn, self.collection)
+        return self._carried(counts, self._collection_size(), max_share)
+
+    def _collection_size(self) -> int:
+        return values.collection_size(self._conn, self.collection)
+
+    def _carriers(self, kept: Collection[str]) -> list[tuple[int, str]]:
+        return values.carriers(self._conn, self.collection, kept, self.where, self.params)
+
+    def _carried(self, counts: dict[str, int], total: int, max_share: float) -> NamedValues:
         kept = {value: count for value, count in counts.items() if count <= max_share * total}
         carried: dict[int, set[str]] = {}
-        for memory_id, value in values.carriers(self._conn, kept, self.where, self.params):
+        for memory_id, value in self._carriers(kept):
             carried.setdefault(memory_id, set()).add(value)
         return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
 
@@ -232,8 +240,9 @@ class MirrorCandidates(SqlCandidates):
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return self._mirror.session_members(ids, self.allowed)
 
-    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
-        found = values.postings(self._conn, candidates)
-        if not found:
-            return NamedValues()
-        return self._mirror.named_values(found, self.collection, self.allowed, max_share)
+    def _collection_size(self) -> int:
+        return self._mirror.collection_size(self.collection)
+
+    def _carriers(self, kept: Collection[str]) -> list[tuple[int, str]]:
+        found = values.carriers(self._conn, self.collection, kept)
+        return [(m, v) for m, v in found if m < len(self.allowed) and self.allowed[m]]

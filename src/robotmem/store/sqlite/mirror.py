@@ -46,7 +46,6 @@ import numpy.typing as npt
 from robotmem.filters import All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
 from robotmem.spatial import MAX_DIMENSIONS, coordinates_at
-from robotmem.store.protocol import NamedValues
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.migrations import FTS_TOKENIZER
 
@@ -541,28 +540,11 @@ class RecallMirror:
             groups = [[int(m) for m in part] for part in np.split(members, cuts)]
             return sorted(groups, key=min)
 
-    def named_values(
-        self, postings: Sequence[tuple[str, int]], collection: str, allowed: BoolArray, max_share: float
-    ) -> NamedValues:
-        """Return ``NamedValues`` of the collection from ``(value, memory id)`` postings of every memory
-        (``values.postings``): counts over its active memories, carriers among those ``allowed`` passes."""
+    def collection_size(self, collection: str) -> int:
+        """Return how many memories (any status) ``collection`` holds."""
         with self._lock:
             code = self._collections.get(collection)
-            if code is None:
-                return NamedValues()
-            members = self._active & (self._collection == code)
-            total = int(np.count_nonzero(members))
-            counts: dict[str, int] = {}
-            for value, memory_id in postings:
-                if memory_id < self.capacity and members[memory_id]:
-                    counts[value] = counts.get(value, 0) + 1
-            kept = {value: count for value, count in counts.items() if count <= max_share * total}
-            size = min(self.capacity, len(allowed))
-            carried: dict[int, set[str]] = {}
-            for value, memory_id in postings:
-                if value in kept and memory_id < size and allowed[memory_id] and members[memory_id]:
-                    carried.setdefault(memory_id, set()).add(value)
-            return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
+            return 0 if code is None else int(np.count_nonzero(self._collection == code))
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
