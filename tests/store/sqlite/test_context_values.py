@@ -10,12 +10,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.strategies import json_objects
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.naming import context_values
 from robotmem.store.sqlite import migrations
-from tests.strategies import json_objects
 
 KEYS = st.sampled_from(
     ["robot", "id", "env", "sim_or_real", "source", "params", "spatial", "a.b", 'q"k', "物体"]
