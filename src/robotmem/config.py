@@ -68,6 +68,10 @@ class Settings:
     # A query asking for the step after (before) the one it describes: this share of each memory's score
     # passes to the next (previous) memory of its episode.
     direction_share: float = 0.0
+    # Weight in fusion of a third channel: each memory's text after its predecessor's in the session,
+    # embedded together; above 0 learn also embeds that (one more passage embedding). Off: it did not
+    # help beside episode structure (docs/benchmarks.md).
+    episode_vector_weight: float = 0.0
     # Optional cross-encoder reranking of recall's best candidates over HTTP (POST {rerank_url}/rerank);
     # "" = off. On a failure or timeout recall keeps its own order.
     rerank_url: str = ""
@@ -185,6 +189,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "episode_share": (0.0, 10.0, "0..10"),
     "context_boost": (0.0, 1.0, "0..1"),
     "direction_share": (0.0, 1.0, "0..1"),
+    "episode_vector_weight": (0.0, 1000.0, "0..1000"),
 }
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "embed_dim": (0, 65536),

@@ -179,9 +179,12 @@ def test_extended_stopwords_leave_out_question_words() -> None:
 
 @pytest.mark.parametrize("fusion", ["rrf", "zscore", "minmax"])
 def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
-    logged: tuple[RobotMemory, dict[tuple[int, int], int]], fusion: str
+    tmp_path: Path, settings: Settings, fusion: str
 ) -> None:
-    mem, _ = logged
+    mem = RobotMemory(
+        tmp_path / "both.db", settings=settings.replace(episode_vector_weight=1.0), embed_backend="hash"
+    )
+    _log(mem)
     store = mem.engine.store
     assert isinstance(store, SqliteStore)
     model, _ = mem.engine.vector_model()
@@ -194,6 +197,7 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
         episode_share=0.2,
         context_boost=0.5,
         direction_share=0.8,
+        episode_vector_weight=0.5,
     )
     conn: sqlite3.Connection = open_database(mem.path)
     mirror = RecallMirror()
@@ -209,10 +213,13 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
             )
             vector = VectorQuery(mem.embedder.embed_one(query, is_query=True), *model)
             tx = SqliteTx(conn, store)
-            with_sql = run_on(SqlCandidates(conn, plan.scope, store.vector_index), tx, plan, tuning, vector)
-            with_mirror = run_on(
-                MirrorCandidates(conn, plan.scope, store.vector_index, mirror), tx, plan, tuning, vector
-            )
+            sql = SqlCandidates(conn, plan.scope, store.vector_index, store.episode_index)
+            with_sql = run_on(sql, tx, plan, tuning, vector)
+            from_mirror = MirrorCandidates(conn, plan.scope, store.vector_index, mirror, store.episode_index)
+            with_mirror = run_on(from_mirror, tx, plan, tuning, vector)
+            assert from_mirror.episode_vectors_scored(vector, 50) == sql.episode_vectors_scored(vector, 50)
+            # Steps 1-4 of the three episodes have one; the filter leaves out step 3 of the second.
+            assert len(sql.episode_vectors_scored(vector, 50)) == (11 if raw else 12)
             assert with_sql.mode == with_mirror.mode == "hybrid"
             assert [h.memory.id for h in with_mirror.hits] == [h.memory.id for h in with_sql.hits]
             assert [h.score for h in with_mirror.hits] == pytest.approx(
@@ -220,6 +227,39 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
             )
     finally:
         mirror.close()
+        conn.close()
+        mem.close()
+
+
+def test_episode_vectors_are_learned_in_sessions_and_searched(tmp_path: Path, settings: Settings) -> None:
+    path = tmp_path / "episode.db"
+    with RobotMemory(path, settings=settings, embed_backend="hash") as mem:
+        mem.settings = mem.settings.replace(episode_vector_weight=2.0)
+        session = mem.start_session(collection="line")["session_id"]
+        mem.learn("the conveyor belt jammed at the packing station", session_id=session, collection="line")
+        fix = int(
+            mem.learn(
+                "swapped the worn roller and lowered the belt tension", session_id=session, collection="line"
+            )["memory_id"]
+        )
+        mem.end_session(session)
+        mem.learn("calibrated the wrist camera", collection="line")  # no session: no episode vector
+        for i in range(8):
+            mem.learn(f"inspected pallet {i} at the loading dock for damage", collection="line")
+        query = "what happened when the conveyor belt jammed at the packing station"
+
+        def rank(weight: float) -> int:
+            mem.settings = mem.settings.replace(episode_vector_weight=weight, neighbour_share=0.0)
+            found = [int(m["id"]) for m in mem.recall(query, n=10, collection="line")["memories"]]
+            return found.index(fix)
+
+        assert rank(2.0) < rank(0.0)  # the fix is found by the words of the step before it
+        mem.forget(fix, reason="wrong roller")
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memory_episode_vectors").fetchall()
+        assert rows == [(fix, 0)]  # only the second step of the session had one; forget tombstoned it
+    finally:
         conn.close()
 
 

@@ -294,6 +294,7 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
             for name in ("context_values_insert", "context_values_update", "context_values_delete")
         ),
         "DROP TABLE context_values",
+        "DROP TABLE memory_episode_vectors",
         "DROP TABLE sync_peers",
         *(
             f"DROP TRIGGER {name}"

@@ -172,6 +172,7 @@ class Scoring:
     episode_share: float = 0.0
     context_boost: float = 0.0
     direction_share: float = 0.0
+    episode_vector_weight: float = 0.0
     structure_depth: int = 20
 
 
@@ -209,17 +210,21 @@ def bm25_words(query: str, query_stopwords: str) -> list[str]:
 
 
 def fuse(
-    text_ranked: Sequence[tuple[int, float]], vector_ranked: Sequence[tuple[int, float]], knobs: Scoring
+    text_ranked: Sequence[tuple[int, float]],
+    vector_ranked: Sequence[tuple[int, float]],
+    knobs: Scoring,
+    episode_ranked: Sequence[tuple[int, float]] = (),
 ) -> dict[int, float]:
-    """Return id → fused score of the two channels' candidates (first-seen order)."""
+    """Return id → fused score of the channels' candidates (first-seen order); ``episode_ranked`` is the
+    channel of episode vectors, weighted by ``episode_vector_weight`` (empty when off)."""
+    channels = [text_ranked, vector_ranked]
     weights = [knobs.bm25_weight, knobs.vector_weight]
+    if episode_ranked:
+        channels.append(episode_ranked)
+        weights.append(knobs.episode_vector_weight)
     if knobs.fusion == "rrf":
-        return fuse_rrf(
-            [[m for m, _ in text_ranked], [m for m, _ in vector_ranked]], k=knobs.rrf_k, weights=weights
-        )
-    present = [
-        (channel, w) for channel, w in zip((text_ranked, vector_ranked), weights, strict=True) if channel
-    ]
+        return fuse_rrf([[m for m, _ in c] for c in channels], k=knobs.rrf_k, weights=weights)
+    present = [(channel, w) for channel, w in zip(channels, weights, strict=True) if channel]
     return fuse_scores([c for c, _ in present], method=knobs.fusion, weights=[w for _, w in present])
 
 
@@ -292,6 +297,7 @@ def score_candidates(
     vector_scored: Sequence[tuple[int, float]],
     knobs: Scoring,
     n: int = 0,
+    episode_scored: Sequence[tuple[int, float]] = (),
 ) -> dict[int, float]:
     """Return id → score of every candidate: fused channels, then episode structure, then named values.
 
@@ -299,7 +305,7 @@ def score_candidates(
     reorders the head of the list, and reading sessions for a whole candidate pool would cost more than
     the rest of recall.
     """
-    fused = fuse(text_scored, vector_scored, knobs)
+    fused = fuse(text_scored, vector_scored, knobs, episode_scored)
     count = max(knobs.structure_depth, n)
     raised = add_structure(source, fused, query, knobs, count)
     return add_named_values(source, raised, query, knobs, count)

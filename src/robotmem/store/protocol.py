@@ -102,6 +102,10 @@ class CandidateSource(Protocol):
         """``vectors`` with each id's cosine similarity."""
         ...
 
+    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        """``vectors_scored`` over the episode vectors (``VectorTable.put_episode``) of ``query``'s model."""
+        ...
+
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         """Return, for each session holding one of ``ids``, the ids of that session in ``created_at``
         order (ties by id), sessions in order of their smallest id."""
@@ -226,6 +230,10 @@ class MemoryTable(Protocol):
         """Return the active facts of the session that consolidation may consider."""
         ...
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        """Return the content of the session's latest active memory (by ``created_at``, then id), if any."""
+        ...
+
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         """Return the contents of the session's active memories, oldest id first."""
         ...
@@ -266,8 +274,13 @@ class VectorTable(Protocol):
         """Store the vector and mark the memory embedded with ``model_id``."""
         ...
 
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        """Store the memory's episode vector: its text after its predecessor's in the session, embedded
+        together (``episode_vector_weight``); ``drop`` removes it with the memory's own vector."""
+        ...
+
     def drop(self, memory_id: int) -> None:
-        """Remove the memory's vector from every search."""
+        """Remove the memory's vector (and episode vector) from every search."""
         ...
 
     def stored_model(self) -> tuple[str, int] | None:

@@ -119,6 +119,7 @@ def test_a_version_4_file_gains_the_index_of_its_stored_contexts(tmp_path: Path)
     for trigger in ("context_values_insert", "context_values_update", "context_values_delete"):
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE context_values")
+    conn.execute("DROP TABLE memory_episode_vectors")
     conn.execute("PRAGMA user_version = 4")
     conn.close()
     with RobotMemory(path, embed_backend="none", settings=Settings(home=tmp_path)) as mem:

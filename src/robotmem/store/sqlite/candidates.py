@@ -72,15 +72,23 @@ class SqlCandidates:
     """Every channel as SQL over the scope's compiled predicate (and the vector index for cosine)."""
 
     def __init__(
-        self, conn: sqlite3.Connection, scope: RecallScope, index_for: Callable[[str, int], MirroredIndex]
+        self,
+        conn: sqlite3.Connection,
+        scope: RecallScope,
+        index_for: Callable[[str, int], MirroredIndex],
+        episode_index_for: Callable[[str, int], MirroredIndex] | None = None,
     ) -> None:
         self._conn = conn
         self._index_for = index_for
+        self._episode_index_for = episode_index_for
         self.collection = scope.collection
         self.where, self.params = predicate(scope)
 
-    def _index(self, query: VectorQuery) -> MirroredIndex:
-        index = self._index_for(query.model_id, query.dim)
+    def _index(self, query: VectorQuery, episode: bool = False) -> MirroredIndex | None:
+        index_for = self._episode_index_for if episode else self._index_for
+        if index_for is None:
+            return None
+        index = index_for(query.model_id, query.dim)
         index.sync(self._conn)  # inside this snapshot: vectors written since the last recall count
         return index
 
@@ -109,7 +117,16 @@ class SqlCandidates:
         return [m for m, _ in self.vectors_scored(query, depth)]
 
     def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        ids, scores = self._index(query).index.similarities(query.vector)
+        return self._cosine(query, depth, episode=False)
+
+    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        return self._cosine(query, depth, episode=True)
+
+    def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
+        index = self._index(query, episode)
+        if index is None:
+            return []
+        ids, scores = index.index.similarities(query.vector)
         total = len(ids)
         found: list[tuple[int, float]] = []
         checked, size = 0, max(2 * depth, 64)
@@ -190,8 +207,9 @@ class MirrorCandidates(SqlCandidates):
         scope: RecallScope,
         index_for: Callable[[str, int], MirroredIndex],
         mirror: RecallMirror,
+        episode_index_for: Callable[[str, int], MirroredIndex] | None = None,
     ) -> None:
-        super().__init__(conn, scope, index_for)
+        super().__init__(conn, scope, index_for, episode_index_for)
         self._mirror = mirror
         mirror.sync(conn)
         self.allowed = mirror.allowed(
@@ -214,8 +232,11 @@ class MirrorCandidates(SqlCandidates):
         ids = np.flatnonzero(matched[:size] & self.allowed[:size])
         return top_scored(ids, scores[ids], depth)
 
-    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        ids, scores = self._index(query).index.similarities(query.vector)
+    def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
+        index = self._index(query, episode)
+        if index is None:
+            return []
+        ids, scores = index.index.similarities(query.vector)
         rows = np.flatnonzero(allowed_among(ids, self.allowed))
         return top_scored(ids[rows], scores[rows], depth)
 

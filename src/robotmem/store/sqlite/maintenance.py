@@ -51,6 +51,9 @@ _CHECKS: dict[str, str] = {
     "vectors_unmarked": "FROM memories m JOIN memory_vectors v ON v.memory_id = m.id "
     "WHERE m.status = 'active' AND v.embedding IS NOT NULL "
     "AND (m.embedding_model IS NULL OR m.embedding_model != v.model_id)",
+    # Episode vectors (``episode_vector_weight``) of memories that are no longer active or gone.
+    "episode_vectors_stale": "FROM memory_episode_vectors v WHERE v.embedding IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.status = 'active')",
     "tags_dangling": "FROM memory_tags t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = t.memory_id)",
     "payloads_dangling": "FROM perception_payloads p WHERE NOT EXISTS "
     "(SELECT 1 FROM memories m WHERE m.id = p.memory_id)",
@@ -73,6 +76,7 @@ _ID_COLUMN = {
     "vectors_stale": "v.memory_id",
     "vectors_orphaned": "v.memory_id",
     "vectors_unmarked": "m.id",
+    "episode_vectors_stale": "v.memory_id",
     "tags_dangling": "DISTINCT t.memory_id",
     "payloads_dangling": "p.memory_id",
     "sessions_missing": "s.id",
@@ -187,7 +191,7 @@ def repair_vectors(conn: sqlite3.Connection) -> dict[str, int]:
     a memory marked embedded without a usable vector is unmarked and left for backfill; a live vector
     of an active memory marks it embedded with that vector's model.
     """
-    stale = _ids(conn, "vectors_stale") + _ids(conn, "vectors_orphaned")
+    stale = _ids(conn, "vectors_stale") + _ids(conn, "vectors_orphaned") + _ids(conn, "episode_vectors_stale")
     for memory_id in stale:
         vectors.drop(conn, int(memory_id))
     unmarked = conn.execute(
@@ -203,7 +207,7 @@ def repair_vectors(conn: sqlite3.Connection) -> dict[str, int]:
         "AND v.embedding IS NOT NULL AND (memories.embedding_model IS NULL "
         "OR memories.embedding_model != v.model_id))"
     ).rowcount
-    return {"vectors_tombstoned": len(stale), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
+    return {"vectors_tombstoned": len(set(stale)), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
 
 
 def repair_references(conn: sqlite3.Connection, now: str) -> dict[str, int]:

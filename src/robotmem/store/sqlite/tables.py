@@ -97,6 +97,9 @@ class Memories:
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         return memories.session_texts(self._conn, session_id, limit)
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        return memories.latest_in_session(self._conn, session_id)
+
 
 class Sessions:
     """``SessionTable`` on SQLite."""
@@ -132,6 +135,9 @@ class Vectors:
 
     def put(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
         vector_rows.put(self._conn, memory_id, vector, model_id)
+
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        vector_rows.put_episode(self._conn, memory_id, vector, model_id)
 
     def drop(self, memory_id: int) -> None:
         vector_rows.drop(self._conn, memory_id)
