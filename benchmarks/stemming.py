@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
 from benchmarks.harness import ROOT, markdown_table
 
 from robotmem.config import Settings
