@@ -66,9 +66,10 @@ def test_a_neighbour_of_the_described_step_joins_the_results(
     mem, ids = logged
     query = "the glass jar slipped out of the gripper fingers"
     fix = ids[(2, 3)]  # the step after the slip, which shares no word with the query
-    plain = _recall(mem, query, vector_weight=0.0, neighbour_share=0.0)
+    # Named values off: "glass jar" is the episode's object, which would bring the whole episode in.
+    plain = _recall(mem, query, vector_weight=0.0, neighbour_share=0.0, context_boost=0.0)
     assert plain[0] == ids[(2, 2)] and fix not in plain
-    spread = _recall(mem, query, vector_weight=0.0, neighbour_share=0.5)
+    spread = _recall(mem, query, vector_weight=0.0, neighbour_share=0.5, context_boost=0.0)
     assert spread[0] == ids[(2, 2)] and fix in spread
     assert ids[(1, 3)] not in spread  # the fix after the other episode's slip gains less
 
