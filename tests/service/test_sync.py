@@ -287,8 +287,14 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
         for i in range(3):
             mem.learn(f"episode {i}: reward={i}")
     conn = sqlite3.connect(db)
-    # Back to version 3: drop what version 4 added, and the change rows version 2 files never had.
+    # Back to version 3: drop what versions 5 and 4 added, and the change rows version 2 files never had.
     for statement in (
+        *(
+            f"DROP TRIGGER {name}"
+            for name in ("context_values_insert", "context_values_update", "context_values_delete")
+        ),
+        "DROP TABLE context_values",
+        "DROP TABLE memory_episode_vectors",
         "DROP TABLE sync_peers",
         *(
             f"DROP TRIGGER {name}"

@@ -16,7 +16,7 @@ it is. Times are ISO 8601 UTC strings.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -65,6 +65,21 @@ class VectorQuery:
     dim: int
 
 
+@dataclass(frozen=True, slots=True)
+class NamedValues:
+    """The context values a query names, as the memories of the recall's collection carry them.
+
+    ``memories``: memories in the collection (any status); ``carried_by``: value → how many of them carry
+    it (the candidates that some memory of the collection carries, each carried by at most ``max_share``
+    of ``memories``); ``carriers``: id → the values of ``carried_by`` it carries, for the memories of the
+    scope that carry any.
+    """
+
+    memories: int = 0
+    carried_by: dict[str, int] = field(default_factory=dict)
+    carriers: dict[int, frozenset[str]] = field(default_factory=dict)
+
+
 class CandidateSource(Protocol):
     """The channels of one recall over its scope, inside the recall's read transaction.
 
@@ -97,13 +112,25 @@ class CandidateSource(Protocol):
         """``vectors`` with each id's cosine similarity."""
         ...
 
+    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        """``vectors_scored`` over the episode vectors (``VectorTable.put_episode``) of ``query``'s model."""
+        ...
+
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         """Return, for each session holding one of ``ids``, the ids of that session in ``created_at``
         order (ties by id), sessions in order of their smallest id."""
         ...
 
-    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        """Return id → parsed context of the existing ids among ``ids``."""
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        """Return which of ``candidates`` (``naming.value_candidates`` of the query) are context values of
+        the collection's memories (``naming.context_values``: which strings count, folded how), how many
+        memories of the collection (any status) carry each, and which memories of the scope carry them.
+
+        A value carried by more than ``max_share`` of the collection's memories is left out (it names no
+        memory in particular), and its carriers are not read. An engine keeps an index of (collection,
+        value) → memories for this (SQLite: a table kept by triggers, ``store/sqlite/values.py``); a
+        lookup must not read every context.
+        """
         ...
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
@@ -213,6 +240,10 @@ class MemoryTable(Protocol):
         """Return the active facts of the session that consolidation may consider."""
         ...
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        """Return the content of the session's latest active memory (by ``created_at``, then id), if any."""
+        ...
+
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         """Return the contents of the session's active memories, oldest id first."""
         ...
@@ -253,8 +284,13 @@ class VectorTable(Protocol):
         """Store the vector and mark the memory embedded with ``model_id``."""
         ...
 
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        """Store the memory's episode vector: its text after its predecessor's in the session, embedded
+        together (``episode_vector_weight``); ``drop`` removes it with the memory's own vector."""
+        ...
+
     def drop(self, memory_id: int) -> None:
-        """Remove the memory's vector from every search."""
+        """Remove the memory's vector (and episode vector) from every search."""
         ...
 
     def stored_model(self) -> tuple[str, int] | None:

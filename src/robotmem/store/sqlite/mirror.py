@@ -550,6 +550,12 @@ class RecallMirror:
             groups = [[int(m) for m in part] for part in np.split(members, cuts)]
             return sorted(groups, key=min)
 
+    def collection_size(self, collection: str) -> int:
+        """Return how many memories (any status) ``collection`` holds."""
+        with self._lock:
+            code = self._collections.get(collection)
+            return 0 if code is None else int(np.count_nonzero(self._collection == code))
+
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
         with self._lock:

@@ -111,6 +111,9 @@ class Memories:
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         return memories.session_texts(self._conn, session_id, limit)
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        return memories.latest_in_session(self._conn, session_id)
+
 
 class Sessions:
     """``SessionTable`` on SQLite."""
@@ -146,6 +149,9 @@ class Vectors:
 
     def put(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
         vector_rows.put(self._conn, memory_id, vector, model_id)
+
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        vector_rows.put_episode(self._conn, memory_id, vector, model_id)
 
     def drop(self, memory_id: int) -> None:
         vector_rows.drop(self._conn, memory_id)
@@ -342,6 +348,7 @@ class Maintenance:
             maintenance.reindex(self._conn)
             actions["reindexed"] = True
         actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
+        actions["context_values_indexed"] = maintenance.rebuild_context_values(self._conn)
         actions.update(maintenance.repair_vectors(self._conn))
         actions.update(maintenance.repair_references(self._conn, now))
         actions.update(maintenance.repair_values(self._conn, now))
