@@ -1,14 +1,15 @@
-"""Ranking techniques on both labelled sets: defaults chosen on the tuning split, ablation on held-out queries.
+"""Ranking techniques on both labelled sets: defaults chosen on the tuning splits, ablation on held-out queries.
 
     python -m benchmarks.ablation [--out FILE]
 
 Both evaluation files are stored once each with the bundled model (``robotmem.adapters.cli.evaluate``, the
-code behind ``robotmem eval``); every configuration then swaps ranking settings on the same memories and
-reruns the queries. First a greedy search, one knob at a time in a fixed order, picks each technique's
-value on the ``tune`` split of the episode set only (recall@5, ties by MRR). Then every configuration —
-the single channels, the earlier defaults, the chosen settings, the chosen settings with each technique
-turned off, and the earlier defaults with each technique turned on — is scored in the same run on the
-episode set's ``heldout`` split and on the whole robot set (no choice was made on either).
+code behind ``robotmem eval``), with episode vectors (``episode_vector_weight``) computed so that channel
+can be scored too; every configuration then swaps ranking settings on the same memories and reruns the
+queries. First a greedy search, one knob at a time in a fixed order, picks each technique's value on the
+``tune`` splits of both sets (the mean of their recall@5, ties by the mean MRR). Then every
+configuration — the single channels, the earlier defaults, the chosen settings, the chosen settings with
+each technique turned off, and the earlier defaults with each technique turned on — is scored in the same
+run on both sets' ``heldout`` splits, where no choice was made.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ EARLIER = {
     "neighbour_share": 0.0,
     "episode_share": 0.0,
     "context_boost": 0.0,
+    "direction_share": 0.0,
+    "episode_vector_weight": 0.0,
 }
 # Searched in this order, each with the values found so far for the others; the whole list twice
 # (coordinate search), as a knob chosen before the others were on may be worth changing after.
@@ -57,7 +60,9 @@ KNOBS: list[tuple[str, Sequence[Any]]] = [
     ("query_stopwords", ("basic", "extended")),
     ("neighbour_share", (0.0, 0.25, 0.5, 0.75, 1.0)),
     ("episode_share", (0.0, 0.05, 0.1, 0.2, 0.4)),
-    ("context_boost", (0.0, 0.1, 0.25, 0.5, 1.0)),
+    ("context_boost", (0.0, 0.25, 0.5, 0.75, 1.0)),
+    ("direction_share", (0.0, 0.25, 0.5, 0.8, 1.0)),
+    ("episode_vector_weight", (0.0, 0.25, 0.5, 1.0)),
 ]
 GRID = KNOBS + KNOBS
 # Technique → the settings that turn it off (from the chosen settings) or on (from the earlier ones).
@@ -68,6 +73,8 @@ TECHNIQUES = {
     "episode neighbours": ("neighbour_share",),
     "episode score": ("episode_share",),
     "named context values": ("context_boost",),
+    "step direction": ("direction_share",),
+    "episode vectors": ("episode_vector_weight",),
 }
 
 
@@ -75,7 +82,10 @@ ALTERNATIVES: list[tuple[str, Any]] = [
     ("fusion", "minmax"),
     ("fusion", "zscore"),
     ("query_stopwords", "extended"),
+    ("episode_vector_weight", 0.5),
 ]
+# Stored with episode vectors, so that channel can be turned on per configuration.
+LOAD_WITH = {"episode_vector_weight": 1.0}
 
 
 class Loaded:
@@ -103,21 +113,23 @@ class Loaded:
         }
 
 
-def _key(result: dict[str, Any]) -> tuple[float, float]:
-    return (round(result["scores"]["recall@5"], 6), round(result["scores"]["mrr"], 6))
+def _key(results: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    mean = lambda metric: sum(r["scores"][metric] for r in results) / len(results)  # noqa: E731
+    return (round(mean("recall@5"), 6), round(mean("mrr"), 6))
 
 
-def choose(episodes: Loaded, log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Return the settings chosen on the tuning split and every step of the search."""
+def choose(sets: Sequence[Loaded], log: Callable[[str], None]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Return the settings chosen on the tuning splits of ``sets`` and every step of the search."""
     chosen = dict(EARLIER)
     steps: list[dict[str, Any]] = []
     for knob, values in GRID:
         results = {}
         for value in values:
             trial = {**chosen, knob: value}
-            results[value] = episodes.score(trial, "split:tune")
-            steps.append({"knob": knob, "value": value, **results[value]["scores"]})
-            log(f"  tune {knob}={value}: recall@5 {results[value]['scores']['recall@5']:.3f}")
+            results[value] = [loaded.score(trial, "split:tune") for loaded in sets]
+            recall, mrr = _key(results[value])
+            steps.append({"knob": knob, "value": value, "recall@5": recall, "mrr": mrr})
+            log(f"  tune {knob}={value}: mean recall@5 {recall:.3f}, MRR {mrr:.3f}")
         best = max(values, key=lambda v: (_key(results[v]), v == chosen[knob]))
         chosen[knob] = best
     return chosen, steps
@@ -132,6 +144,8 @@ def configurations(chosen: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         ("BM25 only, chosen settings", {**chosen, "vector_weight": 0.0}),
         ("vector only, chosen settings", {**chosen, "bm25_weight": 0.0}),
         ("hybrid, chosen settings", dict(chosen)),
+        ("BM25 only, chosen, no named values", {**chosen, "vector_weight": 0.0, "context_boost": 0.0}),
+        ("vector only, chosen, no named values", {**chosen, "bm25_weight": 0.0, "context_boost": 0.0}),
     ]
     for name, knobs in TECHNIQUES.items():
         off = {k: EARLIER[k] for k in knobs}
@@ -156,7 +170,7 @@ def run(log: Callable[[str], None] = print) -> dict[str, Any]:
             if cache.exists():
                 embedder.preload(_read_vectors(cache))
             settings = base.replace(home=Path(home), db_path=Path(home) / f"{name}.db")
-            mem = RobotMemory(settings=settings, embedder=embedder)
+            mem = RobotMemory(settings=settings.replace(**LOAD_WITH), embedder=embedder)
             memories.append(mem)
             eval_set = load_eval_set(path)
             started = time.perf_counter()
@@ -167,7 +181,7 @@ def run(log: Callable[[str], None] = print) -> dict[str, Any]:
             _write_vectors(cache, embedder.cached())
             sets[name] = Loaded(mem, eval_set, loaded, settings)
         try:
-            chosen, steps = choose(sets["episode"], log)
+            chosen, steps = choose([sets["episode"], sets["robot"]], log)
             log(f"  chosen: {chosen}")
             rows = []
             for name, changes in configurations(chosen):
@@ -176,12 +190,13 @@ def run(log: Callable[[str], None] = print) -> dict[str, Any]:
                     "changes": changes,
                     "episode_heldout": sets["episode"].score(changes, "split:heldout"),
                     "episode_tune": sets["episode"].score(changes, "split:tune"),
-                    "robot": sets["robot"].score(changes),
+                    "robot_heldout": sets["robot"].score(changes, "split:heldout"),
+                    "robot_tune": sets["robot"].score(changes, "split:tune"),
                 }
                 rows.append(row)
                 log(
-                    f"  {name:<40} heldout recall@5 {row['episode_heldout']['scores']['recall@5']:.3f}"
-                    f"  robot {row['robot']['scores']['recall@5']:.3f}"
+                    f"  {name:<40} held-out recall@5: episode {row['episode_heldout']['scores']['recall@5']:.3f}"
+                    f", robot {row['robot_heldout']['scores']['recall@5']:.3f}"
                 )
         finally:
             for mem in memories:
@@ -196,35 +211,36 @@ def run(log: Callable[[str], None] = print) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    """Markdown: the ablation table, then recall@5 by query type on the held-out split."""
+    """Markdown: the ablation table, then recall@5 by query type on each held-out split."""
     metrics = ("recall@1", "recall@5", "recall@10", "mrr")
     header = ["configuration"]
-    header += [f"episode held-out {m}" for m in metrics] + [f"robot {m}" for m in metrics]
-    header += ["episode tune recall@5"]
+    header += [f"episode held-out {m}" for m in metrics] + [f"robot held-out {m}" for m in metrics]
+    header += ["episode tune recall@5", "robot tune recall@5"]
     body = [
         [
             r["name"],
             *(r["episode_heldout"]["scores"][m] for m in metrics),
-            *(r["robot"]["scores"][m] for m in metrics),
+            *(r["robot_heldout"]["scores"][m] for m in metrics),
             r["episode_tune"]["scores"]["recall@5"],
+            r["robot_tune"]["scores"]["recall@5"],
         ]
         for r in result["rows"]
     ]
-    types = sorted(result["rows"][0]["episode_heldout"]["by_type"])
-    by_type = [
-        [r["name"], *(r["episode_heldout"]["by_type"][t]["recall@5"] for t in types)] for r in result["rows"]
+    parts = [
+        f"Model {result['model']}; chosen on the tuning splits: {result['chosen']}",
+        "",
+        markdown_table(header, body),
     ]
-    return "\n".join(
-        [
-            f"Model {result['model']}; chosen on the tuning split: {result['chosen']}",
+    for key, title in (("episode_heldout", "Episode"), ("robot_heldout", "Robot")):
+        types = sorted(result["rows"][0][key]["by_type"])
+        by_type = [[r["name"], *(r[key]["by_type"][t]["recall@5"] for t in types)] for r in result["rows"]]
+        parts += [
             "",
-            markdown_table(header, body),
-            "",
-            "Episode held-out recall@5 by query type:",
+            f"{title} held-out recall@5 by query type:",
             "",
             markdown_table(["configuration", *types], by_type),
         ]
-    )
+    return "\n".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,6 +44,7 @@ from robotmem import RobotMemory
 from robotmem.classify import build_context, classify
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
+from robotmem.serialize import session_summary
 from robotmem.store.sqlite import memories as memory_rows
 from robotmem.store.sqlite import sessions as session_rows
 from robotmem.store.sqlite import vectors as vector_rows
@@ -266,7 +267,7 @@ def cached_database(n: int, *, log: Callable[[str], None] = print) -> Path:
                     memory_id = memory_rows.insert(c, _new_memory(item, session_id, moment))
                     vector_rows.put(c, memory_id, vector, embedder.model_id)
                     if number % SESSION_SIZE == SESSION_SIZE - 1 or number == n - 1:
-                        summary = session_rows.summarize(c, session_id)
+                        summary = session_summary(session_rows.summarize(c, session_id))
                         session_rows.end(c, session_id, round(0.5 + (number % 5) / 10, 2), summary, moment)
 
             mem.engine.write(lambda tx, work=work: work(tx.conn))

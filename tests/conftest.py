@@ -16,9 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
+
+# ``make test`` runs every property with its full count of examples (the default profile);
+# ``make test-fast`` selects this profile, which runs a tenth of each (``tests.strategies.examples``).
+hypothesis_settings.register_profile("fast", max_examples=10)
+
 
 TESTS = Path(__file__).parent
 # Directories and files whose stores run on every engine.

@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
+
+
+def examples(full: int) -> int:
+    """The example count of a property that runs ``full`` examples under the default profile, scaled
+    with the loaded profile (the ``fast`` profile of ``make test-fast`` runs a tenth, at least 5)."""
+    scale = settings.default.max_examples / settings.get_profile("default").max_examples
+    return full if scale == 1 else max(5, round(full * scale))
+
 
 # Finite JSON scalars, then lists and objects of them to any depth hypothesis chooses.
 json_scalars = st.one_of(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.strategies import examples
 
 from robotmem import RobotMemory
 from robotmem.config import Settings, load_settings, web_allowed_hosts
@@ -99,7 +100,9 @@ hostile_text = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     changes=st.dictionaries(
         st.sampled_from([*NUMERIC, *TEXTS, *BOOLEANS]), hostile_text, min_size=1, max_size=4

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from robotmem.consolidation import Candidate, decayed_confidence, plan_consolidation
+from robotmem.serialize import consolidation_report
 
 
 def candidate(
@@ -27,8 +28,8 @@ def test_fewer_than_three_candidates_plan_nothing() -> None:
 def test_complete_link_clusters_and_representative_choice() -> None:
     texts = [
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     ]
     plan = plan_consolidation(
         [
@@ -41,7 +42,7 @@ def test_complete_link_clusters_and_representative_choice() -> None:
     assert len(plan.merges) == 1
     assert plan.merges[0].representative == 2
     assert sorted(plan.merges[0].merged) == [1, 3]
-    report = plan.report()
+    report = consolidation_report(plan)
     assert report["superseded_count"] == 2 and report["compression_ratio"] == 0.5
     assert 0.5 < report["avg_similarity"] < 1.0
 

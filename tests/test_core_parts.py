@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 import robotmem
 from robotmem import ValidationError
 from robotmem.config import Settings, load_settings
-from robotmem.ranking import add_episode_scores, fuse_rrf, fuse_scores, normalize_scores, spread_to_neighbours
+from robotmem.ranking import (
+    add_episode_scores,
+    fuse_rrf,
+    fuse_scores,
+    normalize_scores,
+    shift_along_episodes,
+    spread_to_neighbours,
+)
 from robotmem.spatial import coordinates_at, distance, parse_spatial_sort
 from robotmem.vectors import VectorIndex, decode_vector, encode_vector
 
@@ -155,5 +162,10 @@ def test_episode_structure_spreads_to_neighbours_and_adds_the_episode_best() -> 
     assert spread_to_neighbours({2: 1.0}, episodes, share=1.0, span=2) == pytest.approx(
         {2: 1.0, 1: 1.0, 3: 1.0, 4: 1.0}
     )
+    shifted = shift_along_episodes({2: 1.0, 3: 0.5, 8: 0.4}, episodes, share=0.8, direction=1, sources={2, 8})
+    assert shifted == pytest.approx({2: 0.2, 3: 0.1 + 0.8, 8: 0.08})  # 8 is last: nothing follows
+    back = shift_along_episodes({2: 1.0}, episodes, share=0.5, direction=-1)
+    assert back == pytest.approx({2: 0.5, 1: 0.5})
+    assert shift_along_episodes({2: 1.0}, episodes, share=0.5, direction=0) == {2: 1.0}
     raised = add_episode_scores({1: 0.2, 2: 1.0, 8: 0.4, 9: 0.3}, episodes, share=0.1)
     assert raised == pytest.approx({1: 0.3, 2: 1.1, 8: 0.44, 9: 0.3})

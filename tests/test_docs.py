@@ -41,6 +41,14 @@ def test_every_module_is_in_the_architecture_map() -> None:
     assert sorted(set(listed) - modules) == [], "the module map lists modules that do not exist"
 
 
+def test_the_service_package_lists_every_feature_module() -> None:
+    import robotmem.service
+
+    listed = set(re.findall(r"^(\w+\.py) ", robotmem.service.__doc__ or "", flags=re.MULTILINE))
+    modules = {path.name for path in (PACKAGE / "service").glob("*.py")} - {"__init__.py"}
+    assert listed == modules, "src/robotmem/service/__init__.py's docstring lists the feature modules"
+
+
 def documented_default(value: object) -> str:
     """A default as docs/configuration.md writes it."""
     if isinstance(value, bool):

@@ -242,6 +242,10 @@ def test_shipped_eval_set_is_valid_and_large_enough() -> None:
     assert all(1 <= len(query.gold) <= 3 for query in eval_set.queries)
     chinese = sum(query.lang == "zh" for query in eval_set.queries)
     assert len(eval_set.queries) / 4 <= chinese <= len(eval_set.queries) / 2
+    # The split follows the query number alone: odd numbers tune, even numbers confirm.
+    assert all(q.split == ("tune" if int(q.id[1:]) % 2 else "heldout") for q in eval_set.queries)
+    tags = {tag for q in eval_set.queries for tag in q.tags}
+    assert {"identifier", "parameter", "paraphrase", "exact"} <= tags
 
 
 def test_loader_reads_sessions_and_splits(tmp_path: Path) -> None:

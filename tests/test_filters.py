@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.strategies import examples
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
@@ -148,14 +149,14 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(json_values)
 def test_parse_filter_fails_only_with_validation_error(raw: object) -> None:
     with contextlib.suppress(ValidationError):
         parse_filter(raw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(["task.success", "params.grip_force", "tags", "category", "x.y"]),

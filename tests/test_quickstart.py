@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 QUICK_START = """
 from robotmem import learn, recall, save_perception, start_session, end_session
 session = start_session(context='{"robot_id": "arm-01", "task": "push"}')
@@ -29,6 +31,7 @@ print(json.dumps({"ok": True}))
 """
 
 
+@pytest.mark.slow
 def test_readme_quick_start_runs_as_written_offline(tmp_path: Path) -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert QUICK_START.strip() in readme

@@ -15,9 +15,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
 from werkzeug.serving import make_server
 
+import robotmem
 from robotmem import RobotMemError, RobotMemory
 from robotmem.adapters.web import create_app
 from robotmem.config import Settings
@@ -101,11 +101,17 @@ def through_python(path: Path, settings: Settings) -> list[Outcome]:
 def through_mcp(path: Path, home: Path) -> list[Outcome]:
     out: list[Outcome] = []
 
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # here: a fast run does not load it
+
     async def session_run() -> None:
         params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "robotmem", "mcp", "--db", str(path)],
-            env={"ROBOTMEM_HOME": str(home), "ROBOTMEM_EMBED_BACKEND": "hash"},
+            env={
+                "PYTHONPATH": str(Path(robotmem.__file__).resolve().parents[1]),  # the robotmem under test
+                "ROBOTMEM_HOME": str(home),
+                "ROBOTMEM_EMBED_BACKEND": "hash",
+            },
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()

@@ -6,7 +6,7 @@ import sqlite3
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.strategies import unicode_text
+from tests.strategies import examples, unicode_text
 
 from robotmem.store.sqlite.migrations import FTS_TOKENIZER
 from robotmem.text import (
@@ -37,7 +37,7 @@ def test_fts_query_quotes_operators_and_drops_stopwords() -> None:
     assert fts_query("   ") is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=60))
 def test_any_query_is_valid_fts5(query: str) -> None:
     conn = sqlite3.connect(":memory:")
@@ -72,7 +72,7 @@ number_texts = st.lists(
 ).map(lambda parts: "".join(parts) if len(parts) % 2 else " ".join(parts))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(number_texts)
 def test_every_text_with_the_same_numbers_matches_the_numbers_query(text: str) -> None:
     conn = sqlite3.connect(":memory:")

@@ -1378,6 +1378,198 @@ def build_templated(rng: random.Random) -> list[Doc]:
     return docs
 
 
+# --------------------------------------------------------------------------------------------------------
+# Identifiers and parameter values: memories that differ in an id or a few numbers
+# --------------------------------------------------------------------------------------------------------
+# Robot logs name error codes, camera serials, firmware versions and battery packs, and record tuned
+# gains; a question often names only that. Each family below holds one answer and three siblings whose
+# id (or gains) is a permutation of the answer's, each with its own cause, fix or measurement, so only
+# the id tells them apart. Families are generated with their own seed (``SEED + 1``): the rest of the set
+# is unchanged. Gold sets follow from the construction: the one document carrying the id asked for.
+ID_SIBLINGS = 3
+ERROR_CAUSES = [
+    ("lidar driver timeout", "restarting the lidar driver", "激光雷达驱动超时", "重启激光雷达驱动"),
+    (
+        "left wheel motor overcurrent",
+        "letting the motor cool for 5 minutes",
+        "左轮电机过流",
+        "让电机冷却 5 分钟",
+    ),
+    ("localization lost", "re-initialising the pose at the charger", "定位丢失", "在充电桩处重新初始化位姿"),
+    ("emergency stop pressed", "releasing the stop and re-arming", "急停按钮被按下", "松开急停并重新上电"),
+    ("IMU drift above limit", "recalibrating the IMU at rest", "IMU 漂移超限", "静止时重新标定 IMU"),
+    ("battery undervoltage", "swapping in a charged pack", "电池欠压", "换上充满电的电池"),
+    ("costmap inflation failure", "clearing the costmap", "代价地图膨胀失败", "清空代价地图"),
+    ("wifi link lost", "switching to the backup access point", "wifi 断线", "切到备用接入点"),
+]
+FIRMWARE_NOTES = [
+    ("fixed the gripper width drift", "修复了夹爪开口漂移"),
+    ("introduced a homing bug after power loss", "引入了断电后回零的错误"),
+    ("raised the force limit to 140 N", "把力上限提高到 140 N"),
+    ("slowed the finger closing speed by half", "把手指闭合速度减半"),
+    ("added slip detection from the motor current", "增加了基于电机电流的打滑检测"),
+    ("broke the tactile sensor readout", "导致触觉传感器读数失效"),
+    ("cut the command latency to 4 ms", "把指令延迟降到 4 ms"),
+    ("reset the calibration on every boot", "每次开机都会重置标定"),
+]
+
+
+def _permutations(rng: random.Random, digits: str, count: int) -> list[str]:
+    """Return ``digits`` and ``count`` other orderings of its characters (all different)."""
+    found = [digits]
+    while len(found) < count + 1:
+        shuffled = "".join(rng.sample(digits, len(digits)))
+        if shuffled not in found and shuffled[0] != "0":
+            found.append(shuffled)
+    return found
+
+
+def _digits(rng: random.Random, size: int, taken: set[str]) -> str:
+    """Return ``size`` different digits, as a multiset not used by an earlier family (``taken``)."""
+    while True:
+        value = "".join(rng.choice("123456789") for _ in range(size))
+        key = "".join(sorted(value))
+        if len(set(value)) == size and key not in taken:
+            taken.add(key)
+            return value
+
+
+def build_identifiers(rng: random.Random) -> tuple[list[Doc], list[Query]]:
+    """Return the documents and queries of the identifier and parameter families."""
+    docs: list[Doc] = []
+    queries: list[Query] = []
+    taken: set[str] = set()  # digit sets used, so no two families share an id
+    for family in range(8):  # error codes
+        chinese = family % 2 == 1
+        codes = _permutations(rng, _digits(rng, 4, taken), ID_SIBLINGS)
+        causes = rng.sample(ERROR_CAUSES, ID_SIBLINGS + 1)
+        for sibling, (code, (cause, fix, cause_zh, fix_zh)) in enumerate(zip(codes, causes, strict=True)):
+            robot = rng.choice(["tb3", "amr"])
+            waypoint = rng.randint(100, 999)
+            text = (
+                f"{ROBOTS[robot][0]} 在 WP-{waypoint} 报错 E-{code}（{cause_zh}），{fix_zh}后恢复。"
+                if chinese
+                else f"{ROBOTS[robot][0]} stopped with error E-{code} ({cause}) at waypoint WP-{waypoint}; "
+                f"cleared by {fix}."
+            )
+            ctx = context(robot=robot, task=("corridor_navigation", False, None))
+            ctx["error_code"] = f"E-{code}"
+            docs.append(Doc(f"id_err{family}_{sibling}", text, N, ctx))
+        question = f"错误 E-{codes[0]} 是怎么排除的？" if chinese else f"How was error E-{codes[0]} cleared?"
+        queries.append(Query(question, [f"id_err{family}_0"], ["identifier"]))
+    for family in range(8):  # camera serials
+        chinese = family % 2 == 1
+        serials = _permutations(rng, "0" + _digits(rng, 3, taken), ID_SIBLINGS)
+        for sibling, serial in enumerate(serials):
+            error = round(rng.uniform(0.12, 0.95), 2)
+            images = rng.randint(20, 60)
+            robot = rng.choice(["franka", "ur5e", "fetch"])
+            text = (
+                f"相机 cam-{serial} 在 {ROBOTS[robot][0]} 上标定完成：{images} 张图，重投影误差 {error} 像素。"
+                if chinese
+                else f"Camera cam-{serial} on {ROBOTS[robot][0]} calibrated from {images} images: "
+                f"reprojection error {error} px."
+            )
+            ctx = context(robot=robot)
+            ctx["camera"] = f"cam-{serial}"
+            docs.append(Doc(f"id_cam{family}_{sibling}", text, "calibration", ctx))
+        question = (
+            f"相机 cam-{serials[0]} 的重投影误差是多少？"
+            if chinese
+            else f"What reprojection error did camera cam-{serials[0]} reach?"
+        )
+        queries.append(Query(question, [f"id_cam{family}_0"], ["identifier"]))
+    for family in range(8):  # gripper firmware versions
+        chinese = family % 2 == 1
+        base = _digits(rng, 3, taken)
+        versions = [".".join([v[0], v[1], v[2] + str(family)]) for v in _permutations(rng, base, ID_SIBLINGS)]
+        notes = rng.sample(FIRMWARE_NOTES, ID_SIBLINGS + 1)
+        for sibling, (version, (note, note_zh)) in enumerate(zip(versions, notes, strict=True)):
+            robot = rng.choice(["franka", "ur5e"])
+            text = (
+                f"{ROBOTS[robot][0]} 的夹爪固件 {version} {note_zh}。"
+                if chinese
+                else f"Gripper firmware {version} on {ROBOTS[robot][0]} {note}."
+            )
+            ctx = context(robot=robot)
+            ctx["firmware"] = version
+            docs.append(Doc(f"id_fw{family}_{sibling}", text, M, ctx))
+        question = (
+            f"夹爪固件 {versions[0]} 改了什么？"
+            if chinese
+            else f"What did gripper firmware {versions[0]} change?"
+        )
+        queries.append(Query(question, [f"id_fw{family}_0"], ["identifier"]))
+    for family in range(8):  # battery packs
+        chinese = family % 2 == 1
+        packs = _permutations(rng, _digits(rng, 3, taken), ID_SIBLINGS)
+        for sibling, pack in enumerate(packs):
+            minutes = rng.randint(25, 75)
+            cycles = rng.randint(40, 400)
+            text = (
+                f"电池包 BP-{pack} 在 go1-01 上满电可跑 {minutes} 分钟，已循环 {cycles} 次。"
+                if chinese
+                else f"Battery pack BP-{pack} gives go1-01 {minutes} min of walking per charge after {cycles} cycles."
+            )
+            ctx = context(robot="go1", env="real")
+            ctx["battery"] = f"BP-{pack}"
+            docs.append(Doc(f"id_bp{family}_{sibling}", text, L, ctx))
+        question = (
+            f"电池包 BP-{packs[0]} 能跑多久？"
+            if chinese
+            else f"How long does battery pack BP-{packs[0]} last?"
+        )
+        queries.append(Query(question, [f"id_bp{family}_0"], ["identifier"]))
+    choices = (
+        [80, 100, 120, 150, 180, 210, 240],
+        [0.2, 0.4, 0.5, 0.8, 1.2, 1.5],
+        [1.5, 2.5, 3.5, 4.5, 5.5, 6.5],
+    )
+    tuned: set[tuple[float, ...]] = set()  # every document's gains differ from every other's
+    for family in range(16):  # PID gains: the question is the values only
+        chinese = family % 2 == 1
+        joint = rng.randint(1, 7)
+        gains: list[tuple[float, ...]] = []
+        while not gains:
+            first = tuple(float(rng.choice(options)) for options in choices)
+            if first not in tuned:
+                gains.append(first)
+        while len(gains) < ID_SIBLINGS + 1:  # siblings share two of the three gains
+            changed = rng.randrange(3)
+            candidate = list(gains[0])
+            candidate[changed] = float(rng.choice(choices[changed]))
+            if tuple(candidate) not in gains and tuple(candidate) not in tuned:
+                gains.append(tuple(candidate))
+        tuned.update(gains)
+        kp, ki, kd = (f"{v:g}" for v in gains[0])
+        for sibling, (p, i, d) in enumerate((f"{v:g}" for v in g) for g in gains):
+            overshoot = rng.randint(1, 18)
+            settling = round(rng.uniform(0.15, 0.9), 2)
+            text = (
+                f"关节 {joint} 的 PID 调成 kp={p}，ki={i}，kd={d}：超调 {overshoot} %，稳定时间 {settling} 秒。"
+                if chinese
+                else f"Joint {joint} PID tuned to kp={p}, ki={i}, kd={d}: overshoot {overshoot} %, settling {settling} s."
+            )
+            ctx = context(
+                robot="ur5e", params={"kp": (float(p), ""), "ki": (float(i), ""), "kd": (float(d), "")}
+            )
+            docs.append(Doc(f"pid{family}_{sibling}", text, C, ctx))
+        question = f"kp={kp}、ki={ki}、kd={kd} 的调参结果" if chinese else f"kp={kp}, ki={ki}, kd={kd}"
+        queries.append(Query(question, [f"pid{family}_0"], ["parameter"]))
+    # Check: the id or the gains a question names are in its gold document and in no other.
+    for query in queries:
+        assert isinstance(query.gold, list)
+        named = re.findall(r"E-\d+|cam-\d+|BP-\d+|\d+\.\d+\.\d+|k[pid]=[\d.]+", query.text)
+        holding = [
+            d.slug
+            for d in docs
+            if all(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.]|-\d)", d.text) for name in named)
+        ]
+        if not named or holding != query.gold:
+            raise SystemExit(f"{query.text!r}: named {named} is held by {holding}, gold {query.gold}")
+    return docs, queries
+
+
 def lookup(ctx: dict[str, Any], path: str) -> Any:
     value: Any = ctx
     for part in path.split("."):
@@ -1593,6 +1785,9 @@ def main() -> None:
     rng = random.Random(SEED)
     add_templated_queries()
     docs = ANCHORS + build_templated(rng)
+    identified, asked = build_identifiers(random.Random(SEED + 1))
+    docs += identified
+    QUERIES.extend(asked)
     slugs = [d.slug for d in docs]
     duplicates = {slug for slug in slugs if slugs.count(slug) > 1}
     if duplicates:
@@ -1624,6 +1819,8 @@ def main() -> None:
             "gold": [ids[s] for s in gold],
             "lang": "zh" if is_chinese(query.text) else "en",
             "tags": query.tags,
+            # Fixed by the query's number before any channel was scored: odd numbers tune, even confirm.
+            "split": "tune" if number % 2 else "heldout",
         }
         if query.context_filter:
             row["context_filter"] = query.context_filter

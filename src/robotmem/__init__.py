@@ -63,11 +63,13 @@ def recall(
     collection: str | None = None,
     include_data: bool = False,
     order: str = "relevance",
+    robots: list[str] | str | None = None,
 ) -> RecallResult:
     """``RobotMemory.recall`` on the default instance."""
     return default_memory().recall(
-        query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order
-    )
+        query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order,
+        robots,
+    )  # fmt: skip
 
 
 def save_perception(

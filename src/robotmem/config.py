@@ -57,15 +57,22 @@ class Settings:
     # Recall from the in-process mirror (docs/architecture.md); false = every channel queries SQLite
     # (no build time or memory — about 190 MB at 100k memories — but 5-10x slower recall).
     recall_mirror: bool = True
-    # Recall quality knobs (docs/benchmarks.md, "Ranking techniques"): chosen on the tuning split of
-    # the episode set, confirmed on its held-out split and on the robot set.
-    fusion: str = "rrf"  # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
+    # Recall quality knobs (docs/benchmarks.md, "Ranking techniques"): chosen on the tuning splits of
+    # the episode set and the robot set, confirmed on their held-out splits.
+    fusion: str = "minmax"  # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
     bm25_k1: float = 0.6  # BM25 term-frequency saturation (FTS5's own bm25() uses 1.2)
-    bm25_b: float = 0.0  # BM25 length normalisation (FTS5: 0.75); short lessons want little
+    bm25_b: float = 0.1  # BM25 length normalisation (FTS5: 0.75); short lessons want little
     query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
-    neighbour_share: float = 0.5  # a memory gains this share of its episode neighbours' scores
-    episode_share: float = 0.2  # a memory gains this share of its episode's best score
-    context_boost: float = 1.0  # gain (× best score) for carrying context values the query names
+    neighbour_share: float = 0.25  # a memory gains this share of its episode neighbours' scores
+    episode_share: float = 0.1  # a memory gains this share of its episode's best score
+    context_boost: float = 1.0  # gain (× best score × rarity) for carrying context values the query names
+    # A query asking for the step after (before) the one it describes: this share of each memory's score
+    # passes to the next (previous) memory of its episode.
+    direction_share: float = 0.8
+    # Weight in fusion of a third channel: each memory's text after its predecessor's in the session,
+    # embedded together; above 0 learn also embeds that (one more passage embedding). Off: it did not
+    # help beside episode structure (docs/benchmarks.md).
+    episode_vector_weight: float = 0.0
     # Optional cross-encoder reranking of recall's best candidates over HTTP (POST {rerank_url}/rerank);
     # "" = off. On a failure or timeout recall keeps its own order.
     rerank_url: str = ""
@@ -183,7 +190,9 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "bm25_b": (0.0, 1.0, "0..1"),
     "neighbour_share": (0.0, 10.0, "0..10"),
     "episode_share": (0.0, 10.0, "0..10"),
-    "context_boost": (0.0, 10.0, "0..10"),
+    "context_boost": (0.0, 1.0, "0..1"),
+    "direction_share": (0.0, 1.0, "0..1"),
+    "episode_vector_weight": (0.0, 1000.0, "0..1000"),
 }
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "embed_dim": (0, 65536),

@@ -49,19 +49,17 @@ class ConsolidationPlan:
     def superseded_count(self) -> int:
         return sum(len(merge.merged) for merge in self.merges)
 
-    def report(self) -> dict[str, float | int]:
-        """Return ``{"merged_groups", "superseded_count", "compression_ratio", "avg_similarity"}``.
-
-        ``compression_ratio`` is the share of candidates that remain (1.0 = nothing merged).
-        """
-        pairs = [s for merge in self.merges for s in merge.similarities]
+    @property
+    def compression_ratio(self) -> float:
+        """The share of candidates that remain, to 4 places (1.0 = nothing merged)."""
         remaining = self.candidate_count - self.superseded_count
-        return {
-            "merged_groups": len(self.merges),
-            "superseded_count": self.superseded_count,
-            "compression_ratio": round(remaining / self.candidate_count, 4) if self.candidate_count else 1.0,
-            "avg_similarity": round(sum(pairs) / len(pairs), 4) if pairs else 0.0,
-        }
+        return round(remaining / self.candidate_count, 4) if self.candidate_count else 1.0
+
+    @property
+    def avg_similarity(self) -> float:
+        """The mean similarity of the merged pairs, to 4 places (0.0 without a merge)."""
+        pairs = [s for merge in self.merges for s in merge.similarities]
+        return round(sum(pairs) / len(pairs), 4) if pairs else 0.0
 
 
 def _similarity(left: Candidate, right: Candidate, words: dict[int, frozenset[str]]) -> float:

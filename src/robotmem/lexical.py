@@ -12,7 +12,7 @@ rows, n the rows containing the phrase, D the row's token count and avgdl the me
 same word listed twice in a query counts twice, as in FTS5. Scores here are positive (FTS5 returns the
 negation so that smaller sorts first).
 
-Documents are lists of terms as FTS5's tokenizer produced them (``store.mirror`` asks FTS5 itself). The
+Documents are lists of terms as FTS5's tokenizer produced them (``store/sqlite/mirror.py`` asks FTS5 itself). The
 index has a sorted main segment and a small delta of documents added since; a changed or removed
 document is masked out of the main segment until the next merge.
 """

@@ -113,6 +113,35 @@ def spread_to_neighbours(
     return out
 
 
+def shift_along_episodes(
+    scores: Mapping[int, float],
+    episodes: Sequence[Sequence[int]],
+    share: float,
+    direction: int,
+    sources: Collection[int] | None = None,
+) -> dict[int, float]:
+    """Return ``scores`` where every memory keeps ``1 − share`` of its score and passes ``share`` of it to
+    the memory ``direction`` places later in its episode (1: the next one, -1: the previous one).
+
+    For a query asking what came after (before) the step it describes: the described step matches the
+    words, its successor (predecessor) is the answer. Only the scores of ``sources`` (default: every
+    scored memory) pass on; the rest only keep their part. A receiver outside ``scores`` joins.
+    """
+    share = min(max(share, 0.0), 1.0)
+    if share <= 0 or direction == 0:
+        return dict(scores)
+    out = {m: (1.0 - share) * s for m, s in scores.items()}
+    for members in episodes:
+        for position, memory_id in enumerate(members):
+            if memory_id not in scores or (sources is not None and memory_id not in sources):
+                continue
+            other = position + direction
+            if 0 <= other < len(members):
+                receiver = members[other]
+                out[receiver] = out.get(receiver, 0.0) + share * scores[memory_id]
+    return out
+
+
 def add_episode_scores(
     scores: Mapping[int, float], episodes: Sequence[Sequence[int]], share: float
 ) -> dict[int, float]:

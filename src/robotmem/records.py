@@ -140,15 +140,29 @@ class IntegrityReport:
             and not any(self.counts.values())
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the JSON-ready form shown by ``robotmem doctor`` and ``robotmem repair``."""
-        return {
-            "ok": self.ok,
-            "integrity_check": list(self.integrity),
-            "foreign_key_violations": self.foreign_keys,
-            "problems": {**self.counts, "fts_stale": self.fts_stale},
-            "examples": {name: ids for name, ids in self.samples.items() if ids},
-            "active_without_vector": self.active_without_vector,
-            "rows": self.rows,
-            **({"error": self.error} if self.error else {}),
-        }
+
+@dataclass(frozen=True, slots=True)
+class IndexHealth:
+    """The counts ``robotmem doctor`` shows: schema, memories and whether FTS and vectors agree with them."""
+
+    expected_schema_version: int
+    schema_version: int
+    journal_mode: str
+    memories: int
+    active: int
+    sessions: int
+    fts_rows: int
+    fts_missing_active: int
+    vectors_stored: int
+    active_without_vector: int
+    vectors_stale: int
+    stored_model: tuple[str, int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCounts:
+    """A session's memories that are not invalidated: how many, by type and by category."""
+
+    memory_count: int
+    by_type: dict[str, int]
+    by_category: dict[str, int]

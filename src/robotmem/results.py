@@ -290,16 +290,44 @@ class SpatialPointsResult(TypedDict):
     points: list[SpatialPoint]
 
 
+class MemoryCounts(TypedDict):
+    total: int
+    active: int
+
+
+class MemoryTotals(MemoryCounts):
+    by_status: dict[str, int]
+    facts: int
+    perceptions: int
+
+
+class SessionTotals(TypedDict):
+    total: int
+    active: int
+    ended: int
+
+
+class SessionOutcome(TypedDict):
+    """One ended session on the dashboard's outcome chart."""
+
+    session_id: str
+    created_at: str
+    ended_at: str | None
+    outcome_score: float | None
+    success_rate: float | None
+    memory_count: int
+
+
 class Stats(TypedDict):
     """Dashboard totals."""
 
     collection: str | None
-    memories: dict[str, Any]
+    memories: MemoryTotals
     last_24h: int
-    sessions: dict[str, int]
+    sessions: SessionTotals
     categories: list[CategoryCount]
     collections: list[CollectionSummary]
-    session_outcomes: list[dict[str, Any]]
+    session_outcomes: list[SessionOutcome]
     spatial_fields: list[str]
 
 
@@ -309,6 +337,20 @@ class EmbedderStatus(TypedDict):
     status: str
 
 
+class FtsHealth(TypedDict):
+    rows: int
+    missing_active: int
+    in_sync: bool
+
+
+class VectorHealth(TypedDict):
+    stored: int
+    active_without_vector: int
+    stale: int
+    stored_model: tuple[str, int] | None
+    """(model_id, dim) of the stored vectors; null before the first vector."""
+
+
 class DoctorReport(TypedDict):
     """Health of the database, its indexes and the embedder (``robotmem doctor``)."""
 
@@ -316,20 +358,19 @@ class DoctorReport(TypedDict):
     expected_schema_version: int
     schema_version: int
     journal_mode: str
-    memories: dict[str, int]
+    memories: MemoryCounts
     sessions: int
-    fts: dict[str, Any]
-    vectors: dict[str, Any]
+    fts: FtsHealth
+    vectors: VectorHealth
     embedder: EmbedderStatus
     search_mode: Literal["hybrid", "bm25_only"]
     search_mode_reason: str
     ok: bool
 
 
-class IntegrityResult(TypedDict):
-    """``robotmem check``: SQLite's verdict and every derived-index check, changing nothing."""
+class IntegrityCheck(TypedDict):
+    """SQLite's verdict and every derived-index check (``problems`` and ``examples`` are keyed by check)."""
 
-    database: str
     ok: bool
     integrity_check: list[str]
     foreign_key_violations: int
@@ -338,14 +379,39 @@ class IntegrityResult(TypedDict):
     active_without_vector: int
     rows: dict[str, int]
     error: NotRequired[str]
+    """Set when the file is too damaged for the index checks to run."""
+
+
+class IntegrityResult(IntegrityCheck):
+    """``robotmem check``: the checks of one database, changing nothing."""
+
+    database: str
+
+
+class RepairActions(TypedDict):
+    """What a repair rebuilt or fixed, as counts (``reindexed``: whether ``REINDEX`` ran)."""
+
+    reindexed: bool
+    fts_rows_indexed: int
+    vectors_tombstoned: int
+    vectors_unmarked: int
+    vectors_remarked: int
+    tags_deleted: int
+    payloads_deleted: int
+    sessions_recreated: int
+    sessions_fixed: int
+    supersede_links_cleared: int
+    times_normalised: int
+    times_replaced: int
+    confidences_clamped: int
 
 
 class RepairResult(TypedDict):
     database: str
     ok: bool
-    repaired: dict[str, Any]
-    before: dict[str, Any]
-    after: dict[str, Any]
+    repaired: RepairActions
+    before: IntegrityCheck
+    after: IntegrityCheck
 
 
 class BackupResult(TypedDict):
@@ -409,10 +475,22 @@ class ReindexResult(TypedDict):
     without_vector: int
 
 
+class ModelRef(TypedDict):
+    model_id: str
+    dim: int
+
+
+class ReindexProgress(ModelRef):
+    """An unfinished reindex: its target model and how many of ``total`` vectors are staged."""
+
+    staged: int
+    total: int
+
+
 class EmbeddingStatus(TypedDict):
-    database_model: dict[str, Any] | None
+    database_model: ModelRef | None
     without_vector: int
-    reindex: dict[str, Any] | None
+    reindex: ReindexProgress | None
     embedder: EmbedderStatus
     search_mode: Literal["hybrid", "bm25_only"]
     search_mode_reason: str

@@ -10,33 +10,56 @@ from typing import Any
 from robotmem.classify import Classification
 from robotmem.consolidation import ConsolidationPlan
 from robotmem.dedup import Duplicate
-from robotmem.records import SECTIONS, Hit, IntegrityReport, Memory, Session, SessionRow
+from robotmem.records import (
+    SECTIONS,
+    Hit,
+    IndexHealth,
+    IntegrityReport,
+    Memory,
+    Session,
+    SessionCounts,
+    SessionRow,
+)
 from robotmem.results import (
     AutoInferred,
     BackfillResult,
     BackupResult,
+    CategoriesResult,
     CategoryCount,
+    CollectionsResult,
+    CollectionSummary,
     ConsolidationReport,
     DoctorReport,
     EmbedderStatus,
+    EmbeddingStatus,
     EndSessionResult,
     ExportResult,
+    FailuresResult,
     ForgetResult,
     ImportResult,
+    IntegrityCheck,
     IntegrityResult,
     LearnResult,
     ListedMemory,
     ListedSession,
     MemoryDetail,
+    MemoryPage,
     MemoryRecord,
     PerceptionResult,
     RecallHit,
+    RecallResult,
     ReindexResult,
+    RepairActions,
     RepairResult,
+    SessionOutcome,
+    SessionPage,
     SessionRecord,
     SessionSummary,
+    SessionTimeline,
     SpatialPoint,
+    SpatialPointsResult,
     StartSessionResult,
+    Stats,
     SyncResult,
     UpdateResult,
 )
@@ -111,6 +134,16 @@ def hit_to_dict(hit: Hit, *, include_data: bool) -> RecallHit:
         record["data"] = hit.data
         record["metadata"] = hit.metadata
     return record
+
+
+def recall_result(hits: Sequence[Hit], *, include_data: bool, mode: str, query_ms: float) -> RecallResult:
+    """Return recall's result: the hits best first, their count, the search that ran and its time."""
+    return {
+        "memories": [hit_to_dict(hit, include_data=include_data) for hit in hits],
+        "total": len(hits),
+        "mode": mode,  # type: ignore[typeddict-item]
+        "query_ms": round(query_ms, 3),
+    }
 
 
 def session_to_dict(session: Session) -> SessionRecord:
@@ -204,32 +237,35 @@ def started_session(session_id: str, collection: str, active_memories: int) -> S
 
 def consolidation_report(plan: ConsolidationPlan) -> ConsolidationReport:
     """Return what consolidation did: groups merged, memories superseded, share remaining, mean similarity."""
-    report = plan.report()
     return {
-        "merged_groups": int(report["merged_groups"]),
-        "superseded_count": int(report["superseded_count"]),
-        "compression_ratio": float(report["compression_ratio"]),
-        "avg_similarity": float(report["avg_similarity"]),
+        "merged_groups": len(plan.merges),
+        "superseded_count": plan.superseded_count,
+        "compression_ratio": plan.compression_ratio,
+        "avg_similarity": plan.avg_similarity,
+    }
+
+
+def session_summary(counts: SessionCounts) -> SessionSummary:
+    """Return the summary an ended session stores and end_session reports."""
+    return {
+        "memory_count": counts.memory_count,
+        "by_type": dict(counts.by_type),
+        "by_category": dict(counts.by_category),
     }
 
 
 def ended_session(
     session_id: str,
-    summary: dict[str, Any],
+    summary: SessionSummary,
     decayed: int,
     plan: ConsolidationPlan,
     related: list[RecallHit],
 ) -> EndSessionResult:
     """Return end_session's result."""
-    shaped: SessionSummary = {
-        "memory_count": int(summary["memory_count"]),
-        "by_type": dict(summary["by_type"]),
-        "by_category": dict(summary["by_category"]),
-    }
     return {
         "status": "ended",
         "session_id": session_id,
-        "summary": shaped,
+        "summary": summary,
         "decayed_count": decayed,
         "consolidated": consolidation_report(plan),
         "related_memories": related,
@@ -241,6 +277,108 @@ def category_counts(rows: Iterable[tuple[str, int]]) -> list[CategoryCount]:
     return [{"category": name, "count": count} for name, count in rows]
 
 
+def categories_result(rows: Iterable[tuple[str, int]]) -> CategoriesResult:
+    """Return ``{"categories": [...]}`` from ``(category, count)`` rows."""
+    return {"categories": category_counts(rows)}
+
+
+def collection_summaries(rows: Iterable[tuple[str, int, int, int, str | None]]) -> list[CollectionSummary]:
+    """Return one summary per ``(collection, memories, active, sessions, last_at)`` row."""
+    return [
+        {"collection": name, "memories": total, "active": active, "sessions": sessions, "last_at": last_at}
+        for name, total, active, sessions, last_at in rows
+    ]
+
+
+def collections_result(rows: Iterable[tuple[str, int, int, int, str | None]]) -> CollectionsResult:
+    """Return ``{"collections": [...]}`` from collection rows."""
+    return {"collections": collection_summaries(rows)}
+
+
+def session_outcome(row: SessionRow) -> SessionOutcome:
+    """Return one ended session as the dashboard's outcome chart shows it."""
+    listed = listed_session(row)
+    return {
+        "session_id": listed["session_id"],
+        "created_at": listed["created_at"],
+        "ended_at": listed["ended_at"],
+        "outcome_score": listed["outcome_score"],
+        "success_rate": listed["success_rate"],
+        "memory_count": listed["memory_count"],
+    }
+
+
+def stats_result(
+    collection: str | None,
+    totals: Mapping[str, Any],
+    categories: Iterable[tuple[str, int]],
+    collections: Iterable[tuple[str, int, int, int, str | None]],
+    outcomes: Sequence[SessionRow],
+    spatial_fields: list[str],
+) -> Stats:
+    """Return the dashboard totals from the store's counts; ``outcomes`` newest first, shown oldest first."""
+    by_status: dict[str, int] = totals["by_status"]
+    by_type: dict[str, int] = totals["by_type"]
+    sessions: dict[str, int] = totals["sessions"]
+    return {
+        "collection": collection,
+        "memories": {
+            "total": sum(by_status.values()),
+            "active": by_status.get("active", 0),
+            "by_status": by_status,
+            "facts": by_type.get("fact", 0),
+            "perceptions": by_type.get("perception", 0),
+        },
+        "last_24h": totals["created_since"],
+        "sessions": {
+            "total": sum(sessions.values()),
+            "active": sessions.get("active", 0),
+            "ended": sessions.get("ended", 0),
+        },
+        "categories": category_counts(categories),
+        "collections": collection_summaries(collections),
+        "session_outcomes": [session_outcome(row) for row in reversed(outcomes)],
+        "spatial_fields": spatial_fields,
+    }
+
+
+def memory_page(memories: Iterable[Memory], total: int, limit: int, offset: int) -> MemoryPage:
+    """Return one page of a memory listing."""
+    return {
+        "memories": [listed_memory(m) for m in memories],
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+def session_page(rows: Iterable[SessionRow], total: int, limit: int, offset: int) -> SessionPage:
+    """Return one page of the session list."""
+    return {
+        "sessions": [listed_session(row) for row in rows],
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+def session_timeline(row: SessionRow, memories: Sequence[Memory]) -> SessionTimeline:
+    """Return a session with its memories in time order."""
+    return {
+        "session": listed_session(row),
+        "memories": [listed_memory(m) for m in memories],
+        "total": len(memories),
+    }
+
+
+def failures_result(sessions: Iterable[SessionRow], memories: Iterable[Memory]) -> FailuresResult:
+    """Return failed episodes and failure lessons."""
+    return {
+        "sessions": [listed_session(row) for row in sessions],
+        "memories": [listed_memory(m) for m in memories],
+    }
+
+
 def spatial_point_list(rows: Iterable[tuple[int, str, list[Any], Any]]) -> list[SpatialPoint]:
     """Return ``[{"memory_id", "content", "coordinates", "success"}]`` from store rows."""
     return [
@@ -249,14 +387,61 @@ def spatial_point_list(rows: Iterable[tuple[int, str, list[Any], Any]]) -> list[
     ]
 
 
+def spatial_points_result(field: str, rows: Iterable[tuple[int, str, list[Any], Any]]) -> SpatialPointsResult:
+    """Return the positions stored at ``field``."""
+    return {"field": field, "points": spatial_point_list(rows)}
+
+
 def embedder_status(model_id: str | None, available: bool, status: str) -> EmbedderStatus:
     """Return the embedder part of doctor and embedding_status."""
     return {"model_id": model_id, "available": available, "status": status}
 
 
+def embedding_status(
+    stored: tuple[str, int] | None,
+    reindex: tuple[str, int] | None,
+    staged: int,
+    total: int,
+    without_vector: int,
+    embedder: EmbedderStatus,
+    *,
+    searchable: bool,
+    reason: str,
+    background: bool,
+) -> EmbeddingStatus:
+    """Return the database's model, memories without a vector, an unfinished reindex and the embedder."""
+    return {
+        "database_model": None if stored is None else {"model_id": stored[0], "dim": stored[1]},
+        "without_vector": without_vector,
+        "reindex": None
+        if reindex is None
+        else {"model_id": reindex[0], "dim": reindex[1], "staged": staged, "total": total},
+        "embedder": embedder,
+        "search_mode": "hybrid" if searchable else "bm25_only",
+        "search_mode_reason": reason,
+        "background_backfill": background,
+    }
+
+
+def integrity_check(report: IntegrityReport) -> IntegrityCheck:
+    """Return the checks' findings as ``robotmem check``, ``doctor`` and ``repair`` show them."""
+    check: IntegrityCheck = {
+        "ok": report.ok,
+        "integrity_check": list(report.integrity),
+        "foreign_key_violations": report.foreign_keys,
+        "problems": {**report.counts, "fts_stale": report.fts_stale},
+        "examples": {name: ids for name, ids in report.samples.items() if ids},
+        "active_without_vector": report.active_without_vector,
+        "rows": report.rows,
+    }
+    if report.error:
+        check["error"] = report.error
+    return check
+
+
 def integrity_result(database: str, report: IntegrityReport) -> IntegrityResult:
     """Return ``robotmem check``'s report."""
-    return {"database": database, **report.to_dict()}  # type: ignore[typeddict-item]
+    return {"database": database, **integrity_check(report)}
 
 
 def backfill_result(
@@ -273,27 +458,60 @@ def backfill_result(
 
 
 def doctor_report(
-    database: str, indexes: dict[str, Any], embedder: EmbedderStatus, *, searchable: bool, reason: str
+    database: str, health: IndexHealth, embedder: EmbedderStatus, *, searchable: bool, reason: str
 ) -> DoctorReport:
     """Return ``robotmem doctor``'s report: store, index consistency, embedder and the search that runs."""
-    report: dict[str, Any] = {"database": database, **indexes}
-    report["embedder"] = embedder
-    report["search_mode"] = "hybrid" if searchable else "bm25_only"
-    report["search_mode_reason"] = reason
-    report["ok"] = bool(report["fts"]["in_sync"] and report["vectors"]["stale"] == 0)
-    return report  # type: ignore[return-value]
+    in_sync = health.fts_missing_active == 0 and health.fts_rows == health.active
+    return {
+        "database": database,
+        "expected_schema_version": health.expected_schema_version,
+        "schema_version": health.schema_version,
+        "journal_mode": health.journal_mode,
+        "memories": {"total": health.memories, "active": health.active},
+        "sessions": health.sessions,
+        "fts": {"rows": health.fts_rows, "missing_active": health.fts_missing_active, "in_sync": in_sync},
+        "vectors": {
+            "stored": health.vectors_stored,
+            "active_without_vector": health.active_without_vector,
+            "stale": health.vectors_stale,
+            "stored_model": health.stored_model,
+        },
+        "embedder": embedder,
+        "search_mode": "hybrid" if searchable else "bm25_only",
+        "search_mode_reason": reason,
+        "ok": in_sync and health.vectors_stale == 0,
+    }
+
+
+def repair_actions(actions: Mapping[str, Any]) -> RepairActions:
+    """Return what a repair did from the store's counts (``reindexed``: whether ``REINDEX`` ran)."""
+    return {
+        "reindexed": bool(actions["reindexed"]),
+        "fts_rows_indexed": int(actions["fts_rows_indexed"]),
+        "vectors_tombstoned": int(actions["vectors_tombstoned"]),
+        "vectors_unmarked": int(actions["vectors_unmarked"]),
+        "vectors_remarked": int(actions["vectors_remarked"]),
+        "tags_deleted": int(actions["tags_deleted"]),
+        "payloads_deleted": int(actions["payloads_deleted"]),
+        "sessions_recreated": int(actions["sessions_recreated"]),
+        "sessions_fixed": int(actions["sessions_fixed"]),
+        "supersede_links_cleared": int(actions["supersede_links_cleared"]),
+        "times_normalised": int(actions["times_normalised"]),
+        "times_replaced": int(actions["times_replaced"]),
+        "confidences_clamped": int(actions["confidences_clamped"]),
+    }
 
 
 def repair_result(
-    database: str, actions: dict[str, Any], before: IntegrityReport, after: IntegrityReport
+    database: str, actions: Mapping[str, Any], before: IntegrityReport, after: IntegrityReport
 ) -> RepairResult:
     """Return ``robotmem repair``'s result: what was rebuilt, and the checks before and after."""
     return {
         "database": database,
         "ok": after.ok,
-        "repaired": actions,
-        "before": before.to_dict(),
-        "after": after.to_dict(),
+        "repaired": repair_actions(actions),
+        "before": integrity_check(before),
+        "after": integrity_check(after),
     }
 
 
@@ -332,16 +550,16 @@ def reindex_result(
     }
 
 
-def exported_result(target: Path, counts: Mapping[str, Any]) -> ExportResult:
-    """Return export's result: the file and how many memories, sessions and vectors it holds."""
+def exported_result(target: Path, counts: Mapping[str, int], model: tuple[str, int] | None) -> ExportResult:
+    """Return export's result: the file, how many memories, sessions and vectors it holds, and their model."""
     return {
         "status": "exported",
         "path": str(target),
         "memories": int(counts["memories"]),
         "sessions": int(counts["sessions"]),
         "vectors": int(counts["vectors"]),
-        "embedding_model": counts["embedding_model"],
-        "dim": counts["dim"],
+        "embedding_model": None if model is None else model[0],
+        "dim": None if model is None else model[1],
     }
 
 

@@ -11,18 +11,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
 
+import robotmem
 from embedders.servers import FakeServer, serve
 from robotmem import RobotMemory, results
 from robotmem.config import Settings
 
-# Spawns processes or servers; left out of `make test-fast`.
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+# Spawns processes or servers; left out of `make test-fast`. The MCP client is imported where it is
+# used, so that collecting this module for a fast run does not load it.
 pytestmark = pytest.mark.slow
 
 OUTPUT_TYPES: dict[str, Any] = {
@@ -64,10 +67,18 @@ async def connect(
     args: list[str] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """Spawn ``python -m robotmem mcp --db <db>`` and yield an initialized client session."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "robotmem", "mcp", "--db", str(db)] if args is None else args,
-        env={"ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": backend, **(env or {})},
+        env={
+            # The server imports the robotmem under test, not another copy installed in the environment.
+            "PYTHONPATH": str(Path(robotmem.__file__).resolve().parents[1]),
+            "ROBOTMEM_HOME": str(tmp_path / "home"),
+            "ROBOTMEM_EMBED_BACKEND": backend,
+            **(env or {}),
+        },
     )
     with open(tmp_path / f"{db.stem}-stderr.log", "a", encoding="utf-8") as errlog:
         async with (
@@ -81,6 +92,8 @@ async def connect(
 async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
     """Call a tool that must succeed; its text content must be the JSON of its structured content, and
     that content must satisfy the output schema the server lists for the tool."""
+    import jsonschema
+
     result = await session.call_tool(name, arguments)
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
     assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
@@ -209,7 +222,7 @@ EARLIER = [
 EPISODE: list[tuple[str, dict[str, Any]]] = [
     ("learn", {"insight": "push cube slowly along table edge keeps it stable", "context": {
         "task": {"success": True}, "spatial": {"object_position": [1.3, 0.7, 0.42]}}}),
-    ("learn", {"insight": "push cube slowly along table edge so grip stays stable", "context": {
+    ("learn", {"insight": "basically push the cube slowly along the table edge, really keeps it stable, as expected", "context": {
         "task": {"success": True}, "spatial": {"object_position": [1.2, 0.6, 0.42]}}}),
     ("learn", {"insight": "push cube slowly along table edge keeps wrist steady", "context": {
         "task": {"success": False}, "spatial": {"object_position": [0.2, 0.1, 0.42]}}}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -10,7 +11,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("flask_openapi3")
 
+from tests.service.test_browse import seed  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 from robotmem import RobotMemory, ValidationError  # noqa: E402
@@ -28,8 +29,8 @@ TOKEN = "s3cret-token"
 
 GRASP_TEXTS = [
     "the cup slipped when the gripper closed too fast on the wet handle",
-    "a cup slipped as the gripper closed too quickly on the wet handle",
-    "the cup slipped when our gripper shut too fast on a wet mug handle",
+    "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+    "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     "lidar misses glass doors in the hallway",
 ]
 
@@ -38,7 +39,8 @@ GRASP_TEXTS = [
 def running(app: Any) -> Iterator[httpx.Client]:
     """Serve ``app`` on 127.0.0.1 with an OS-chosen port; yield a client bound to it."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for the loop to notice, 0.5 s by default per test.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}", timeout=30) as client:
@@ -67,104 +69,6 @@ def error_of(response: httpx.Response, status: int, code: str) -> str:
     return str(body["error"]["message"])
 
 
-def seed(memory: RobotMemory, clock: Any) -> dict[str, Any]:
-    """A small robot history: two sessions (one failed), facts with positions, a perception."""
-    good = memory.start_session(context={"robot": {"id": "arm-01"}})["session_id"]
-    first = memory.learn(
-        "grip_force=12.5N yields highest grasp success rate",
-        context={
-            "params": {"grip_force": {"value": 12.5, "unit": "N"}},
-            "spatial": {"object_position": [1.3, 0.7, 0.42]},
-            "robot": {"id": "arm-01", "type": "UR5"},
-            "task": {"name": "grasp", "success": True},
-        },
-    )["memory_id"]
-    perception = memory.save_perception(
-        "Grasp trajectory: 30 steps, success",
-        perception_type="procedural",
-        data={"sampled_actions": [[0.1, -0.3, 0.05, 0.8]]},
-        metadata={"hz": 10},
-    )["memory_id"]
-    memory.end_session(good, outcome_score=0.9)
-    clock.advance(hours=1)
-    bad = memory.start_session(context={"robot": {"id": "arm-01"}})["session_id"]
-    failed = memory.learn(
-        "Episode 3: failed, reward=-50, 50 steps",
-        context={"spatial": {"object_position": [0.2, 0.1, 0.42]}, "task": {"success": False}},
-    )["memory_id"]
-    lesson = memory.learn("the block slid because the table was waxed")["memory_id"]
-    memory.end_session(bad, outcome_score=0.1)
-    return {
-        "good": good,
-        "bad": bad,
-        "first": first,
-        "perception": perception,
-        "failed": failed,
-        "lesson": lesson,
-    }
-
-
-def test_every_browse_endpoint_answers_with_its_shape(memory: RobotMemory, clock: Any) -> None:
-    ids = seed(memory, clock)
-    with running(create_app(memory)) as client:
-        doctor = ok(client.get("/api/doctor"))
-        assert doctor["ok"] is True and doctor["search_mode"] == "hybrid"
-
-        stats = ok(client.get("/api/stats"))
-        assert stats["memories"] == {
-            "total": 4,
-            "active": 4,
-            "by_status": {"active": 4},
-            "facts": 3,
-            "perceptions": 1,
-        }
-        assert stats["sessions"] == {"total": 2, "active": 0, "ended": 2}
-        assert [o["outcome_score"] for o in stats["session_outcomes"]] == [0.9, 0.1]  # oldest first
-        assert [o["success_rate"] for o in stats["session_outcomes"]] == [1.0, 0.0]
-        assert stats["spatial_fields"] == ["spatial.object_position"]
-        assert {c["category"] for c in stats["categories"]} >= {"perception"}
-
-        listing = ok(client.get("/api/memories"))
-        assert set(listing) == {"memories", "total", "limit", "offset"} and listing["total"] == 4
-        assert {"id", "content", "context", "params", "spatial", "robot", "task", "status"} <= set(
-            listing["memories"][0]
-        )
-
-        found = ok(client.get("/api/search", params={"query": "grip force", "n": 3}))
-        assert found["mode"] == "hybrid" and found["memories"][0]["id"] == ids["first"]
-        assert found["memories"][0]["score"] == 1.0
-
-        sessions = ok(client.get("/api/sessions"))
-        assert [s["session_id"] for s in sessions["sessions"]] == [ids["bad"], ids["good"]]
-        assert sessions["sessions"][0]["outcome_score"] == 0.1
-        assert sessions["sessions"][1]["success_rate"] == 1.0
-
-        assert ok(client.get(f"/api/sessions/{ids['good']}"))["outcome_score"] == 0.9
-        timeline = ok(client.get(f"/api/sessions/{ids['good']}/memories"))
-        assert timeline["session"]["session_id"] == ids["good"]
-        assert [m["id"] for m in timeline["memories"]] == [ids["first"], ids["perception"]]
-
-        (row,) = ok(client.get("/api/collections"))["collections"]
-        assert row["collection"] == "default" and (row["memories"], row["active"], row["sessions"]) == (
-            4,
-            4,
-            2,
-        )
-        categories = ok(client.get("/api/categories"))["categories"]
-        assert sum(c["count"] for c in categories) == 4
-
-        failures = ok(client.get("/api/recent-failures"))
-        assert [s["session_id"] for s in failures["sessions"]] == [ids["bad"]]
-        assert {m["id"] for m in failures["memories"]} >= {ids["failed"], ids["lesson"]}
-        assert ids["first"] not in {m["id"] for m in failures["memories"]}
-
-        spatial = ok(client.get("/api/spatial", params={"field": "spatial.object_position"}))
-        assert {(p["memory_id"], p["success"]) for p in spatial["points"]} == {
-            (ids["first"], True),
-            (ids["failed"], False),
-        }
-
-
 def test_memory_detail_has_perception_payload_and_lineage(memory: RobotMemory, client: httpx.Client) -> None:
     perception = memory.save_perception(
         "depth image of the shelf", perception_type="visual", data={"depth": [[1, 2], [3, 4]]}
@@ -182,64 +86,55 @@ def test_memory_detail_has_perception_payload_and_lineage(memory: RobotMemory, c
     assert sorted(representative["merged_ids"]) == sorted(d["id"] for d in merged)
 
 
-def test_pagination_edges(memory: RobotMemory, client: httpx.Client, clock: Any) -> None:
-    created = []
-    for i in range(7):
-        created.append(memory.learn(f"waypoint {i} reached at pose {i * 10} cm")["memory_id"])
-        clock.advance(minutes=1)
-    pages = [ok(client.get("/api/memories", params={"limit": 3, "offset": o})) for o in (0, 3, 6, 7, 100)]
-    assert [len(p["memories"]) for p in pages] == [3, 3, 1, 0, 0]
-    assert all(p["total"] == 7 for p in pages)
-    seen = [m["id"] for p in pages for m in p["memories"]]
-    assert seen == list(reversed(created))  # newest first, no overlap, nothing lost
-    oldest = ok(client.get("/api/memories", params={"limit": 500, "order": "oldest"}))
-    assert [m["id"] for m in oldest["memories"]] == created
-    assert ok(client.get("/api/memories", params={"limit": 1}))["memories"][0]["id"] == created[-1]
-    for params, field in (
-        ({"limit": 0}, "limit"),
-        ({"limit": 501}, "limit"),
-        ({"offset": -1}, "offset"),
-        ({"limit": "ten"}, "limit"),
+def _json(value: Any) -> Any:
+    """``value`` as it travels as JSON (tuples become lists)."""
+    return json.loads(json.dumps(value))
+
+
+def test_every_browse_endpoint_answers_what_the_python_api_returns(memory: RobotMemory, clock: Any) -> None:
+    ids = seed(memory, clock)
+    session = ids["good"]
+    pairs: list[tuple[str, dict[str, Any], Any]] = [
+        ("/api/doctor", {}, memory.doctor),
+        ("/api/stats", {}, memory.stats),
+        ("/api/stats", {"collection": "default"}, lambda: memory.stats("default")),
+        ("/api/memories", {}, memory.list_memories),
+        ("/api/memories", {"limit": 2, "offset": 1, "order": "oldest", "type": "fact"},
+         lambda: memory.list_memories(limit=2, offset=1, order="oldest", type="fact")),
+        ("/api/sessions", {}, memory.list_sessions),
+        ("/api/sessions", {"status": "ended", "limit": 1}, lambda: memory.list_sessions(status="ended", limit=1)),
+        (f"/api/sessions/{session}", {}, lambda: memory.get_session(session)),
+        (f"/api/sessions/{session}/memories", {}, lambda: memory.session_memories(session)),
+        (f"/api/memory/{ids['perception']}", {}, lambda: memory.get_memory(ids["perception"])),
+        ("/api/collections", {}, memory.collections),
+        ("/api/categories", {}, memory.categories),
+        ("/api/recent-failures", {}, memory.recent_failures),
+        ("/api/recent-failures", {"max_outcome": 0.95, "limit": 1},
+         lambda: memory.recent_failures(limit=1, max_outcome=0.95)),
+        ("/api/spatial", {"field": "spatial.object_position"},
+         lambda: memory.spatial_points("spatial.object_position")),
+    ]  # fmt: skip
+    with running(create_app(memory)) as client:
+        for path, params, call in pairs:
+            assert ok(client.get(path, params=params)) == _json(call()), path
+        found = ok(client.get("/api/search", params={"query": "grip force", "n": 3}))
+        expected = memory.recall("grip force", n=3)
+        assert [m["id"] for m in found["memories"]] == [m["id"] for m in expected["memories"]]
+        assert found["mode"] == expected["mode"] == "hybrid"
+
+
+def test_listing_parameters_are_checked_with_the_field_named(client: httpx.Client) -> None:
+    for path, params, field in (
+        ("/api/memories", {"limit": 0}, "limit"),
+        ("/api/memories", {"limit": 501}, "limit"),
+        ("/api/memories", {"offset": -1}, "offset"),
+        ("/api/memories", {"limit": "ten"}, "limit"),
+        ("/api/memories", {"min_confidence": 0.9, "max_confidence": 0.1}, "min_confidence"),
+        ("/api/memories", {"perception_type": "smell"}, "perception_type"),
+        ("/api/sessions", {"order": "sideways"}, "order"),
+        ("/api/spatial", {"field": "position"}, "field"),
     ):
-        assert field in error_of(client.get("/api/memories", params=params), 400, "invalid_input")
-    sessions = ok(client.get("/api/sessions", params={"limit": 1, "offset": 5}))
-    assert sessions == {"sessions": [], "total": 0, "limit": 1, "offset": 5}
-
-
-def test_memory_filters(memory: RobotMemory, client: httpx.Client, clock: Any) -> None:
-    fact = memory.learn("never exceed 20 N on glass")["memory_id"]
-    clock.advance(days=2)
-    tactile = memory.save_perception("fingertip pressure spike", perception_type="tactile")["memory_id"]
-    visual = memory.save_perception("camera sees the red block", perception_type="visual")["memory_id"]
-    other = memory.learn("charging dock moved to bay 2", collection="lab")["memory_id"]
-    gone = memory.learn("the arm reaches 2 m")["memory_id"]
-    memory.forget(gone, "the reach is 0.85 m")
-
-    def ids(**params: Any) -> set[int]:
-        return {m["id"] for m in ok(client.get("/api/memories", params=params))["memories"]}
-
-    assert ids(type="perception") == {tactile, visual}
-    assert ids(perception_type="tactile") == {tactile}
-    assert ids(collection="lab") == {other}
-    assert ids(status="invalidated") == {gone}
-    assert gone in ids(status="any") and gone not in ids()
-    assert ids(category="constraint") == {fact}
-    cutoff = (clock.now - timedelta(days=1)).isoformat()
-    assert fact not in ids(since=cutoff) and tactile in ids(since=cutoff)
-    assert ids(until=cutoff) == {fact}
-    confidences = {m["id"]: m["confidence"] for m in ok(client.get("/api/memories"))["memories"]}
-    low = min(confidences.values())
-    assert ids(max_confidence=low) == {i for i, c in confidences.items() if c <= low}
-    assert ids(min_confidence=1.0) == set()
-    message = error_of(
-        client.get("/api/memories", params={"min_confidence": 0.9, "max_confidence": 0.1}),
-        400,
-        "invalid_input",
-    )
-    assert "min_confidence" in message
-    assert "perception_type" in error_of(
-        client.get("/api/memories", params={"perception_type": "smell"}), 400, "invalid_input"
-    )
+        assert field in error_of(client.get(path, params=params), 400, "invalid_input"), (path, params)
 
 
 def test_put_edit_is_visible_to_bm25_and_vector_recall(memory: RobotMemory, client: httpx.Client) -> None:
@@ -465,6 +360,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_cli_serves_with_waitress_and_refuses_public_binding(tmp_path: Path) -> None:
     env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": "hash"}
     env.pop("ROBOTMEM_WEB_TOKEN", None)

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 pytest.importorskip("flask_openapi3")
-sync_api = pytest.importorskip("playwright.sync_api")
 
 from werkzeug.serving import make_server  # noqa: E402
 
@@ -38,6 +37,11 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium"),
 ]
+
+
+def _sync_api() -> Any:
+    """Playwright's sync API, imported at use: a fast run collects this module without loading it."""
+    return pytest.importorskip("playwright.sync_api")
 
 
 def seed(memory: RobotMemory) -> dict[str, Any]:
@@ -91,7 +95,7 @@ def site(memory: RobotMemory) -> Iterator[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def page() -> Iterator[Any]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as playwright:
+    with _sync_api().sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="zh-CN")
         tab = context.new_page()
@@ -110,7 +114,7 @@ def shot(page: Any, name: str) -> None:
 
 def test_dashboard_search_detail_edit_forget(site: tuple[str, dict[str, Any]], page: Any) -> None:
     base, ids = site
-    expect = sync_api.expect
+    expect = _sync_api().expect
     page.goto(base + "/")
     expect(page.locator("#totals")).to_contain_text("6")  # 6 memories
     expect(page.locator("#totals")).to_contain_text("perceptions")
@@ -165,7 +169,7 @@ def test_session_timeline_spatial_plot_failures_and_doctor(
     site: tuple[str, dict[str, Any]], page: Any
 ) -> None:
     base, ids = site
-    expect = sync_api.expect
+    expect = _sync_api().expect
     page.goto(base + "/#/sessions")
     expect(page.locator("main tbody tr")).to_have_count(1)
     expect(page.locator("main tbody tr").first).to_contain_text("0.80")
@@ -202,7 +206,7 @@ def test_session_timeline_spatial_plot_failures_and_doctor(
 
 def test_stored_markup_never_executes(site: tuple[str, dict[str, Any]], page: Any) -> None:
     base, ids = site
-    expect = sync_api.expect
+    expect = _sync_api().expect
     page.goto(base + "/#/memories")
     expect(page.locator("#memory-results")).to_contain_text(SCRIPT_PAYLOAD)
     expect(page.locator("#memory-results")).to_contain_text(IMG_PAYLOAD)

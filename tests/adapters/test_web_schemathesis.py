@@ -7,19 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
-schemathesis = pytest.importorskip("schemathesis")
 pytest.importorskip("flask_openapi3")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import not_a_server_error  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 from robotmem import RobotMemory  # noqa: E402
 from robotmem.adapters.web import create_app  # noqa: E402
 from robotmem.config import Settings  # noqa: E402
 
-# Spawns processes or servers; left out of `make test-fast`.
+# Spawns processes or servers; left out of `make test-fast`. schemathesis is imported in the test, so
+# that collecting this module for a fast run does not load it.
 pytestmark = pytest.mark.slow
 
 
@@ -48,6 +46,10 @@ def test_no_generated_request_causes_a_server_error(base_url: str) -> None:
     # Operations are driven one by one with hypothesis (the lazy pytest loader of schemathesis relies
     # on pytest internals that change between releases); every operation gets a small, fixed budget.
     from hypothesis import given
+
+    schemathesis = pytest.importorskip("schemathesis")
+    from schemathesis import GenerationMode
+    from schemathesis.checks import not_a_server_error
 
     schema = schemathesis.openapi.from_url(f"{base_url}/api/openapi.json")
     failures: list[str] = []

@@ -3,7 +3,7 @@
 Each must surface as a ``DatabaseError`` that says what happened (the CLI prints ``Error: …`` and no
 traceback) and leave no partial rows. Disk full and read-only use real mounts (a small tmpfs, a
 read-only bind mount) because the tests run as root, which ignores file permissions; where mounting
-is not permitted those tests are skipped.
+is not permitted those tests are skipped. Tests that mount or run the CLI are marked slow.
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ def _fill(path: Path) -> None:
         os.close(fd)
 
 
+@pytest.mark.slow
 def test_disk_full_is_a_database_error_and_writes_nothing(small_disk: Path) -> None:
     mem = _open(small_disk / "memory.db")
     try:
@@ -126,6 +127,7 @@ def test_disk_full_is_a_database_error_and_writes_nothing(small_disk: Path) -> N
         mem.close()
 
 
+@pytest.mark.slow
 def test_disk_full_reaches_the_cli_as_an_error_line(small_disk: Path) -> None:
     db = small_disk / "memory.db"
     with _open(db) as mem:
@@ -140,6 +142,7 @@ def test_disk_full_reaches_the_cli_as_an_error_line(small_disk: Path) -> None:
 # ---- read-only -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_read_only_database_refuses_writes_and_keeps_reads(read_only_view: tuple[Path, Path]) -> None:
     writable, view = read_only_view
     with _open(writable / "memory.db") as writer:
@@ -177,6 +180,7 @@ def test_read_only_database_refuses_writes_and_keeps_reads(read_only_view: tuple
     assert sorted(p.name for p in view.iterdir()) == ["memory.db"]
 
 
+@pytest.mark.slow
 def test_read_only_wal_with_changes_but_no_shm_is_a_clear_error(read_only_view: tuple[Path, Path]) -> None:
     """Changes in a -wal cannot be read without a -shm; reading the file alone would show stale data."""
     writable, view = read_only_view
@@ -219,6 +223,7 @@ def test_chmod_read_only_database_is_read_and_never_written(tmp_path: Path) -> N
         (home / "memory.db").chmod(0o644)
 
 
+@pytest.mark.slow
 def test_new_database_in_read_only_directory_is_a_database_error(read_only_view: tuple[Path, Path]) -> None:
     _, view = read_only_view
     with pytest.raises(DatabaseError):
@@ -240,6 +245,12 @@ def test_directory_that_cannot_exist_is_a_database_error(tmp_path: Path) -> None
     blocker.write_text("a file where a directory should be")
     with pytest.raises(DatabaseError, match="cannot be opened"):
         _open(blocker / "memory.db")
+
+
+@pytest.mark.slow
+def test_directory_that_cannot_exist_reaches_the_cli_as_an_error_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be")
     result = _cli("learn", "grip_force=6N", "--db", str(blocker / "memory.db"), env_home=tmp_path)
     _assert_clean_cli_error(result, "cannot be opened")
 
@@ -253,6 +264,12 @@ def test_garbage_file_is_a_database_error(tmp_path: Path) -> None:
     with pytest.raises(DatabaseError, match="not a SQLite database, so not a robotmem database") as caught:
         _open(db)
     assert "repair" not in caught.value.message
+
+
+@pytest.mark.slow
+def test_garbage_file_reaches_the_cli_as_an_error_line(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    db.write_bytes(os.urandom(64 * 1024))
     result = _cli("recall", "anything", "--db", str(db), env_home=tmp_path)
     _assert_clean_cli_error(result, "not a robotmem database")
     assert "repair" not in result.stderr

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.conftest import table_counts
 from tests.strategies import (
     anything,
+    examples,
     hostile_text,
     huge_text,
     json_objects,
@@ -28,7 +29,7 @@ from robotmem.errors import ValidationError
 from robotmem.text import fts_query
 
 HYPOTHESIS = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )

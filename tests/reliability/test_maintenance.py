@@ -72,6 +72,13 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     conn.execute("INSERT INTO memory_tags (memory_id, tag, source) VALUES (9999, 'ghost', 'auto')")
     conn.execute("INSERT INTO perception_payloads (memory_id, data) VALUES (9998, '1')")
     conn.execute("UPDATE memories SET session_id = 'lost-session' WHERE id = 7")
+    conn.execute(  # an episode vector of the forgotten memory
+        "INSERT INTO memory_episode_vectors (memory_id, seq, model_id, embedding) "
+        "SELECT 3, 1, model_id, embedding FROM memory_vectors WHERE memory_id = 5"
+    )
+    conn.execute("UPDATE memories SET context = json_set(context, '$.place', 'oak shelf') WHERE id = 8")
+    conn.execute("DELETE FROM context_values WHERE memory_id = 8")  # a lost context value
+    conn.execute("INSERT INTO context_values VALUES ('default', 'ghost shelf', 10)")  # a stale one
     conn.close()
     table_before = _memories_table(filled)
 
@@ -86,6 +93,8 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     assert problems["tags_dangling"] == 1
     assert problems["payloads_dangling"] == 1
     assert problems["sessions_missing"] == 1
+    assert problems["context_values_stale"] == 2
+    assert problems["episode_vectors_stale"] == 1
     # A process opening the damaged file has lost memory 1 to BM25. (An open RobotMemory keeps the
     # postings it mirrored; damage made behind robotmem's back reaches it at the next repair.)
     with RobotMemory(filled.path, embed_backend="none", settings=filled.settings) as fresh:
@@ -104,6 +113,10 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     assert hits[0]["id"] == 1
     assert 3 not in [m["id"] for m in filled.recall("trial 2 grip_force=2N", n=50)["memories"]]
     assert filled.get_session("lost-session")["status"] == "ended"
+    assert result["repaired"]["context_values_indexed"] == 1
+    conn = _raw(filled)
+    assert conn.execute("SELECT value, memory_id FROM context_values").fetchall() == [("oak shelf", 8)]
+    conn.close()
 
 
 def test_repair_of_a_healthy_database_changes_nothing_visible(filled: RobotMemory) -> None:
@@ -156,6 +169,7 @@ def test_backup_refuses_to_overwrite_or_guess(filled: RobotMemory, tmp_path: Pat
         filled.backup("")
 
 
+@pytest.mark.slow
 def test_backup_while_another_process_writes(filled: RobotMemory, tmp_path: Path) -> None:
     script = (
         "import sys\n"

@@ -191,11 +191,12 @@ def test_recall_includes_perception_data_only_when_asked(memory: RobotMemory) ->
 
 def test_learn_joins_the_open_session_and_end_session_consolidates(memory: RobotMemory) -> None:
     session = memory.start_session(context={"robot": {"id": "arm-01"}})["session_id"]
-    # Pairwise word Jaccard 0.53..0.67: distinct enough to be stored, similar enough to consolidate.
+    # One lesson with filler words, pairwise word Jaccard 0.55..0.65: under learn's 0.7, so all are stored,
+    # over consolidation's 0.5, so end_session merges them.
     texts = [
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
         "lidar misses glass doors in the hallway",
     ]
     created = [memory.learn(t, context={"task": {"name": "grasp"}}) for t in texts]
@@ -272,8 +273,28 @@ def test_module_functions_delegate_to_a_default_instance(tmp_path, monkeypatch) 
     monkeypatch.setattr(robotmem, "_default", None)
     created = robotmem.learn("module level learn works")
     assert robotmem.recall("module level")["memories"][0]["id"] == created["memory_id"]
+    assert robotmem.recall("module level", robots="self")["memories"][0]["id"] == created["memory_id"]
+    assert robotmem.recall("module level", robots=["another-robot"])["total"] == 0
     assert robotmem.default_memory().path == tmp_path / "home" / "memory.db"
     robotmem.default_memory().close()
+
+
+def test_module_functions_have_the_signatures_of_their_methods() -> None:
+    import inspect
+
+    import robotmem
+
+    functions = [
+        name
+        for name in robotmem.__all__
+        if inspect.isfunction(getattr(robotmem, name)) and hasattr(robotmem.RobotMemory, name)
+    ]
+    assert len(functions) == 7, functions  # the seven operations
+    for name in functions:
+        method = inspect.signature(getattr(robotmem.RobotMemory, name))
+        without_self = method.replace(parameters=list(method.parameters.values())[1:])
+        # Parameters, kinds, defaults, annotations and the return type, compared as a whole.
+        assert inspect.signature(getattr(robotmem, name)) == without_self, name
 
 
 BAD_CALLS = [

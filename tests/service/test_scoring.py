@@ -13,8 +13,8 @@ from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.filters import parse_filter
 from robotmem.service.recall import RecallPlan, Tuning, run_on
-from robotmem.service.scoring import bm25_words
-from robotmem.store.protocol import VectorQuery
+from robotmem.service.scoring import bm25_words, step_direction, value_weights
+from robotmem.store.protocol import NamedValues, VectorQuery
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror
@@ -66,9 +66,10 @@ def test_a_neighbour_of_the_described_step_joins_the_results(
     mem, ids = logged
     query = "the glass jar slipped out of the gripper fingers"
     fix = ids[(2, 3)]  # the step after the slip, which shares no word with the query
-    plain = _recall(mem, query, vector_weight=0.0, neighbour_share=0.0)
+    # Named values off: "glass jar" is the episode's object, which would bring the whole episode in.
+    plain = _recall(mem, query, vector_weight=0.0, neighbour_share=0.0, context_boost=0.0)
     assert plain[0] == ids[(2, 2)] and fix not in plain
-    spread = _recall(mem, query, vector_weight=0.0, neighbour_share=0.5)
+    spread = _recall(mem, query, vector_weight=0.0, neighbour_share=0.5, context_boost=0.0)
     assert spread[0] == ids[(2, 2)] and fix in spread
     assert ids[(1, 3)] not in spread  # the fix after the other episode's slip gains less
 
@@ -84,17 +85,87 @@ def test_neighbours_and_episode_scores_pass_the_filters(
     assert ids[(1, 3)] in returned  # the first episode's fix is a neighbour that passes
 
 
-def test_a_named_context_value_lifts_the_memories_carrying_it(
+def test_a_named_context_value_breaks_a_near_tie(
     logged: tuple[RobotMemory, dict[tuple[int, int], int]],
 ) -> None:
     mem, ids = logged
-    query = "finished success after 2 attempts on 2026-03-13"
+    query = "finished with success, the run on 2026-03-13"  # three outcomes match its words alike
     outcomes = [ids[(e, 4)] for e in (1, 2, 3)]
-    plain = _recall(mem, query, vector_weight=0.0, context_boost=0.0)
-    assert plain[0] in outcomes
-    boosted = _recall(mem, query, vector_weight=0.0, context_boost=1.0)
-    assert boosted[0] == ids[(3, 4)]
-    assert ids[(3, 1)] in boosted[:3]  # same date, another step among the candidates: lifted too
+    plain = _recall(mem, query, vector_weight=0.0, fusion="minmax", context_boost=0.0)
+    assert set(plain[:3]) == set(outcomes) and plain[0] != ids[(3, 4)]
+    boosted = _recall(mem, query, vector_weight=0.0, fusion="minmax", context_boost=0.5)
+    assert boosted[0] == ids[(3, 4)]  # the outcome of the run on that date
+    assert set(boosted[1:3]) == set(outcomes) - {ids[(3, 4)]}  # the date does not outrank the words
+
+
+def test_a_memory_named_only_by_its_context_is_found(
+    logged: tuple[RobotMemory, dict[tuple[int, int], int]],
+) -> None:
+    mem, ids = logged
+    query = "whatever happened 2026-03-12"  # no word of any memory
+    assert _recall(mem, query, vector_weight=0.0, context_boost=0.0) == []
+    found = _recall(mem, query, vector_weight=0.0, context_boost=1.0)
+    assert set(found) == {ids[(2, step)] for step in range(5)}
+
+
+def test_a_named_value_does_not_override_relevance(tmp_path: Path, settings: Settings) -> None:
+    with RobotMemory(
+        tmp_path / "named.db", settings=settings.replace(real_world_boost=1.0), embed_backend="none"
+    ) as mem:
+        grasp = mem.learn(
+            "grasp of the cup failed because the gripper slipped on the wet handle",
+            context={"env": {"sim_or_real": "sim"}},
+        )["memory_id"]
+        for i in range(5):  # "real" (a kind of run, not a name) and a robot most of them carry
+            mem.learn(
+                f"battery charge routine number {i} completed without warnings",
+                context={"env": {"sim_or_real": "real"}, "robot": {"id": "go1-01" if i < 4 else "go1-02"}},
+            )
+        query = "why did the grasp fail when the gripper slipped on the real go1-01 robot, or go1-02"
+        for boost in (0.0, 0.5, 1.0):
+            mem.settings = mem.settings.replace(context_boost=boost)
+            found = mem.recall(query, n=3)["memories"]
+            assert found[0]["id"] == grasp, boost
+        # go1-02 (one memory of six) joins below the grasp; go1-01 (four of six) names none in particular.
+        assert [m["content"][-30:] for m in found[1:2]] == ["number 4 completed without warnings"[-30:]]
+
+
+def test_rarer_values_weigh_more() -> None:
+    found = NamedValues(memories=1000, carried_by={"2026-03-02": 7, "go1-01": 300, "solo": 1})
+    weights = value_weights(found)
+    assert weights["solo"] == pytest.approx(1.0)
+    assert 0.6 < weights["2026-03-02"] < 0.8
+    assert 0.1 < weights["go1-01"] < 0.25
+
+
+@pytest.mark.parametrize(
+    ("query", "direction"),
+    [
+        ("What was changed right after the mug slipped?", 1),
+        ("what came next after the slip", 1),
+        ("滑落之后紧接着做了什么调整？", 1),
+        ("What was done right before the mug slipped?", -1),
+        ("抓取失败的前一步是什么", -1),
+        ("Minimum charge level before sending the robot out", 0),
+        ("why did touch sensing fire before the fingers reached the part", 0),
+        ("the gripper slipped after lifting", 0),
+    ],
+)
+def test_a_query_asking_for_the_next_or_previous_step_is_recognised(query: str, direction: int) -> None:
+    assert step_direction(query) == direction
+
+
+def test_the_step_after_the_described_one_comes_first(
+    logged: tuple[RobotMemory, dict[tuple[int, int], int]],
+) -> None:
+    mem, ids = logged
+    after = "what was changed right after the glass jar slipped out of the gripper fingers"
+    assert _recall(mem, after, vector_weight=0.0, direction_share=0.0)[0] == ids[(2, 2)]
+    assert _recall(mem, after, vector_weight=0.0, direction_share=0.8)[0] == ids[(2, 3)]
+    before = "what was done right before the glass jar slipped out of the gripper fingers"
+    assert _recall(mem, before, vector_weight=0.0, direction_share=0.8)[0] == ids[(2, 1)]
+    plain = "the glass jar slipped out of the gripper fingers"  # no question about a neighbour
+    assert _recall(mem, plain, vector_weight=0.0, direction_share=0.8)[0] == ids[(2, 2)]
 
 
 def test_extended_stopwords_leave_out_question_words() -> None:
@@ -109,22 +180,33 @@ def test_extended_stopwords_leave_out_question_words() -> None:
 
 @pytest.mark.parametrize("fusion", ["rrf", "zscore", "minmax"])
 def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
-    logged: tuple[RobotMemory, dict[tuple[int, int], int]], fusion: str
+    tmp_path: Path, settings: Settings, fusion: str
 ) -> None:
-    mem, _ = logged
+    mem = RobotMemory(
+        tmp_path / "both.db", settings=settings.replace(episode_vector_weight=1.0), embed_backend="hash"
+    )
+    _log(mem)
     store = mem.engine.store
     assert isinstance(store, SqliteStore)
     model, _ = mem.engine.vector_model()
     assert model is not None
     tuning = Tuning(
-        rrf_k=1, fusion=fusion, vector_weight=2.0, neighbour_share=0.5, episode_share=0.2, context_boost=0.5
+        rrf_k=1,
+        fusion=fusion,
+        vector_weight=2.0,
+        neighbour_share=0.5,
+        episode_share=0.2,
+        context_boost=0.5,
+        direction_share=0.8,
+        episode_vector_weight=0.5,
     )
     conn: sqlite3.Connection = open_database(mem.path)
     mirror = RecallMirror()
     try:
         for query, raw in [
-            ("what was changed after the cereal box slipped", None),
+            ("what was changed right after the cereal box slipped", None),
             ("franka-02 on 2026-03-12", {"kept": True}),
+            ("what was done right before franka-03 finished", None),
             ("grip_force=8 N", None),
         ]:
             plan = RecallPlan(
@@ -132,10 +214,13 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
             )
             vector = VectorQuery(mem.embedder.embed_one(query, is_query=True), *model)
             tx = SqliteTx(conn, store)
-            with_sql = run_on(SqlCandidates(conn, plan.scope, store.vector_index), tx, plan, tuning, vector)
-            with_mirror = run_on(
-                MirrorCandidates(conn, plan.scope, store.vector_index, mirror), tx, plan, tuning, vector
-            )
+            sql = SqlCandidates(conn, plan.scope, store.vector_index, store.episode_index)
+            with_sql = run_on(sql, tx, plan, tuning, vector)
+            from_mirror = MirrorCandidates(conn, plan.scope, store.vector_index, mirror, store.episode_index)
+            with_mirror = run_on(from_mirror, tx, plan, tuning, vector)
+            assert from_mirror.episode_vectors_scored(vector, 50) == sql.episode_vectors_scored(vector, 50)
+            # Steps 1-4 of the three episodes have one; the filter leaves out step 3 of the second.
+            assert len(sql.episode_vectors_scored(vector, 50)) == (11 if raw else 12)
             assert with_sql.mode == with_mirror.mode == "hybrid"
             assert [h.memory.id for h in with_mirror.hits] == [h.memory.id for h in with_sql.hits]
             assert [h.score for h in with_mirror.hits] == pytest.approx(
@@ -143,6 +228,39 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
             )
     finally:
         mirror.close()
+        conn.close()
+        mem.close()
+
+
+def test_episode_vectors_are_learned_in_sessions_and_searched(tmp_path: Path, settings: Settings) -> None:
+    path = tmp_path / "episode.db"
+    with RobotMemory(path, settings=settings, embed_backend="hash") as mem:
+        mem.settings = mem.settings.replace(episode_vector_weight=2.0)
+        session = mem.start_session(collection="line")["session_id"]
+        mem.learn("the conveyor belt jammed at the packing station", session_id=session, collection="line")
+        fix = int(
+            mem.learn(
+                "swapped the worn roller and lowered the belt tension", session_id=session, collection="line"
+            )["memory_id"]
+        )
+        mem.end_session(session)
+        mem.learn("calibrated the wrist camera", collection="line")  # no session: no episode vector
+        for i in range(8):
+            mem.learn(f"inspected pallet {i} at the loading dock for damage", collection="line")
+        query = "what happened when the conveyor belt jammed at the packing station"
+
+        def rank(weight: float) -> int:
+            mem.settings = mem.settings.replace(episode_vector_weight=weight, neighbour_share=0.0)
+            found = [int(m["id"]) for m in mem.recall(query, n=10, collection="line")["memories"]]
+            return found.index(fix)
+
+        assert rank(2.0) < rank(0.0)  # the fix is found by the words of the step before it
+        mem.forget(fix, reason="wrong roller")
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memory_episode_vectors").fetchall()
+        assert rows == [(fix, 0)]  # only the second step of the session had one; forget tombstoned it
+    finally:
         conn.close()
 
 

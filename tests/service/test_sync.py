@@ -184,8 +184,8 @@ def test_consolidation_lineage_and_sessions_travel(
     episode = a.start_session(context={"task": "grasp"})
     for text in (
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     ):
         assert a.learn(text)["status"] == "created"
     ended = a.end_session(episode["session_id"], outcome_score=0.4)
@@ -287,8 +287,14 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
         for i in range(3):
             mem.learn(f"episode {i}: reward={i}")
     conn = sqlite3.connect(db)
-    # Back to version 3: drop what version 4 added, and the change rows version 2 files never had.
+    # Back to version 3: drop what versions 5 and 4 added, and the change rows version 2 files never had.
     for statement in (
+        *(
+            f"DROP TRIGGER {name}"
+            for name in ("context_values_insert", "context_values_update", "context_values_delete")
+        ),
+        "DROP TABLE context_values",
+        "DROP TABLE memory_episode_vectors",
         "DROP TABLE sync_peers",
         *(
             f"DROP TRIGGER {name}"

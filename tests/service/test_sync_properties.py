@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import FakeClock
 from tests.service.test_sync import snapshot, sync_until_quiet
+from tests.strategies import examples
 
 from robotmem import RobotMemError, RobotMemory
 from robotmem.config import Settings
@@ -92,7 +93,7 @@ def run(script: list[tuple[str, str, int]], root: Path) -> None:
             mem.close()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps)
 def test_random_interleavings_on_two_robots_converge(script: list[tuple[str, str, int]]) -> None:
     with tempfile.TemporaryDirectory() as root:

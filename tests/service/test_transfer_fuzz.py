@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.strategies import deep_json_text, fragments, hostile_text, json_values
+from tests.strategies import deep_json_text, examples, fragments, hostile_text, json_values
 
 from robotmem import RobotMemError, RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=True,
@@ -57,8 +57,8 @@ def source_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
             mem.learn(text)["memory_id"]
             for text in (
                 "the cup slipped when the gripper closed too fast on the wet handle",
-                "a cup slipped as the gripper closed too quickly on the wet handle",
-                "the cup slipped when our gripper shut too fast on a wet mug handle",
+                "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+                "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
                 "lidar misses glass doors in the hallway",
                 "never exceed 20 N on glass",
             )

@@ -19,6 +19,7 @@ from typing import Any
 from robotmem.errors import EmbeddingError, ValidationError
 from robotmem.results import BackfillResult, EmbeddingStatus, ReindexResult
 from robotmem.serialize import backfill_result, embedder_status, reindex_result
+from robotmem.serialize import embedding_status as status_result
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import EmbeddedText, StoreTx
 
@@ -159,6 +160,12 @@ class BackgroundBackfill:
             stop.wait(interval_s)
 
 
+def close(engine: Engine, background: BackgroundBackfill) -> None:
+    """Stop the background backfill for good, then close the engine; see ``RobotMemory.close``."""
+    background.stop(close=True)
+    engine.close()
+
+
 def reindex(
     engine: Engine, batch_size: int = DEFAULT_BATCH_SIZE, progress: Progress | None = None
 ) -> ReindexResult:
@@ -214,14 +221,8 @@ def embedding_status(engine: Engine, background: bool) -> EmbeddingStatus:
         )
 
     stored, target, (staged, total), without = engine.read(work)
-    return {
-        "database_model": None if stored is None else {"model_id": stored[0], "dim": stored[1]},
-        "without_vector": without,
-        "reindex": None
-        if target is None
-        else {"model_id": target[0], "dim": target[1], "staged": staged, "total": total},
-        "embedder": embedder_status(embedder.model_id, embedder.available, embedder.status),
-        "search_mode": "hybrid" if model is not None else "bm25_only",
-        "search_mode_reason": reason,
-        "background_backfill": background,
-    }
+    status = embedder_status(embedder.model_id, embedder.available, embedder.status)
+    return status_result(
+        stored, target, staged, total, without, status, searchable=model is not None, reason=reason,
+        background=background,
+    )  # fmt: skip

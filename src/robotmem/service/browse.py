@@ -7,7 +7,7 @@ The input models below carry the defaults and limits, so the REST schema is gene
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,13 +23,21 @@ from robotmem.results import (
     SpatialPointsResult,
     Stats,
 )
-from robotmem.serialize import category_counts, listed_memory, listed_session, spatial_point_list
+from robotmem.serialize import (
+    categories_result,
+    collections_result,
+    failures_result,
+    memory_page,
+    session_page,
+    session_timeline,
+    spatial_points_result,
+    stats_result,
+)
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import StoreTx
 from robotmem.validation import PerceptionType, parse_name, validate_input
 
 MAX_PAGE = 500
-_OUTCOME_KEYS = ("session_id", "created_at", "ended_at", "outcome_score", "success_rate", "memory_count")
 
 
 class _BrowseInput(BaseModel):
@@ -121,31 +129,15 @@ def stats(engine: Engine, collection: str | None = None) -> Stats:
     assert since is not None
 
     def work(tx: StoreTx) -> Stats:
-        counts = tx.browse.totals(target, since)
         outcomes, _ = tx.browse.list_sessions(target, "ended", 200, 0, newest_first=True)
-        return {
-            "collection": target,
-            "memories": {
-                "total": sum(counts["by_status"].values()),
-                "active": counts["by_status"].get("active", 0),
-                "by_status": counts["by_status"],
-                "facts": counts["by_type"].get("fact", 0),
-                "perceptions": counts["by_type"].get("perception", 0),
-            },
-            "last_24h": counts["created_since"],
-            "sessions": {
-                "total": sum(counts["sessions"].values()),
-                "active": counts["sessions"].get("active", 0),
-                "ended": counts["sessions"].get("ended", 0),
-            },
-            "categories": category_counts(tx.browse.category_counts(target)),
-            "collections": tx.browse.collection_rows(),
-            "session_outcomes": [
-                {key: record[key] for key in _OUTCOME_KEYS}
-                for record in reversed([listed_session(row) for row in outcomes])
-            ],
-            "spatial_fields": tx.browse.spatial_fields(target),
-        }
+        return stats_result(
+            target,
+            tx.browse.totals(target, since),
+            tx.browse.category_counts(target),
+            tx.browse.collection_rows(),
+            outcomes,
+            tx.browse.spatial_fields(target),
+        )
 
     return engine.read(work)
 
@@ -207,12 +199,7 @@ def list_memories(
         newest_first=args.order == "newest",
     )
     page, total = engine.read(lambda tx: tx.browse.list_memories(query, args.limit, args.offset))
-    return {
-        "memories": [listed_memory(memory) for memory in page],
-        "total": total,
-        "limit": args.limit,
-        "offset": args.offset,
-    }
+    return memory_page(page, total, args.limit, args.offset)
 
 
 def list_sessions(
@@ -234,12 +221,7 @@ def list_sessions(
             target, args.status, args.limit, args.offset, newest_first=args.order == "newest"
         )
     )
-    return {
-        "sessions": [listed_session(row) for row in page],
-        "total": total,
-        "limit": args.limit,
-        "offset": args.offset,
-    }
+    return session_page(page, total, args.limit, args.offset)
 
 
 def session_memories(engine: Engine, session_id: str) -> SessionTimeline:
@@ -252,45 +234,47 @@ def session_memories(engine: Engine, session_id: str) -> SessionTimeline:
             raise NotFoundError(f"session_id {target!r}: no session with this id")
         ids = tx.browse.session_memory_ids(target)
         found = tx.memories.fetch(ids)
-        timeline = [listed_memory(found[memory_id]) for memory_id in ids if memory_id in found]
-        return {"session": listed_session(row), "memories": timeline, "total": len(timeline)}
+        return session_timeline(row, [found[memory_id] for memory_id in ids if memory_id in found])
 
     return engine.read(work)
 
 
 def collections(engine: Engine) -> CollectionsResult:
     """Return every collection with its counts; see ``RobotMemory.collections``."""
-    return {"collections": engine.read(lambda tx: tx.browse.collection_rows())}
+    return collections_result(engine.read(lambda tx: tx.browse.collection_rows()))
 
 
 def categories(engine: Engine, collection: str | None = None) -> CategoriesResult:
     """Return the categories of active memories, largest first; see ``RobotMemory.categories``."""
     args = validate_input(CollectionInput, {"collection": collection})
     target = _collection(args.collection)
-    return {"categories": category_counts(engine.read(lambda tx: tx.browse.category_counts(target)))}
+    return categories_result(engine.read(lambda tx: tx.browse.category_counts(target)))
 
 
-def recent_failures(engine: Engine, **arguments: Any) -> FailuresResult:
+def recent_failures(
+    engine: Engine, collection: str | None = None, limit: int = 20, max_outcome: float = 0.5
+) -> FailuresResult:
     """Return failed episodes and failure lessons, newest first; see ``RobotMemory.recent_failures``."""
-    args = validate_input(RecentFailuresInput, arguments)
+    args = validate_input(
+        RecentFailuresInput, {"collection": collection, "limit": limit, "max_outcome": max_outcome}
+    )
     target = _collection(args.collection)
 
     def work(tx: StoreTx) -> FailuresResult:
         failed = tx.browse.failed_sessions(target, args.max_outcome, args.limit)
         ids = tx.browse.failure_memory_ids(target, args.limit)
         found = tx.memories.fetch(ids)
-        return {
-            "sessions": [listed_session(row) for row in failed],
-            "memories": [listed_memory(found[memory_id]) for memory_id in ids if memory_id in found],
-        }
+        return failures_result(failed, [found[memory_id] for memory_id in ids if memory_id in found])
 
     return engine.read(work)
 
 
-def spatial_points(engine: Engine, **arguments: Any) -> SpatialPointsResult:
+def spatial_points(
+    engine: Engine, field: str, collection: str | None = None, limit: int = 500
+) -> SpatialPointsResult:
     """Return the positions at a ``spatial.<key>`` field; see ``RobotMemory.spatial_points``."""
-    args = validate_input(SpatialPointsInput, arguments)
+    args = validate_input(SpatialPointsInput, {"field": field, "collection": collection, "limit": limit})
     key = args.field.split(".", 1)[1]
     target = _collection(args.collection)
     rows = engine.read(lambda tx: tx.browse.spatial_points(key, target, args.limit))
-    return {"field": args.field, "points": spatial_point_list(rows)}
+    return spatial_points_result(args.field, rows)

@@ -174,14 +174,8 @@ class RobotMemory:
 
         Repeated descriptions are stored again: a sensor stream is not a duplicate.
         """
-        item = {
-            "description": description,
-            "perception_type": perception_type,
-            "data": data,
-            "metadata": metadata,
-        }
         return perceptions.save_perception(
-            self._engine, {**item, "collection": collection, "session_id": session_id}
+            self._engine, description, perception_type, data, metadata, collection, session_id
         )
 
     def save_perceptions(self, items: Sequence[Mapping[str, Any]]) -> list[PerceptionResult]:
@@ -313,16 +307,14 @@ class RobotMemory:
         """Return ``{"sessions", "memories"}``: failed episodes (outcome below ``max_outcome`` or a
         failed task) and failure lessons (``task.success`` false, the failure tag, or the categories
         root_cause, postmortem and gotcha), newest first. Raises ``ValidationError``."""
-        return browse.recent_failures(
-            self._engine, collection=collection, limit=limit, max_outcome=max_outcome
-        )
+        return browse.recent_failures(self._engine, collection, limit, max_outcome)
 
     def spatial_points(
         self, field: str, collection: str | None = None, limit: int = 500
     ) -> SpatialPointsResult:
         """Return ``{"field", "points": [{"memory_id", "content", "coordinates", "success"}]}`` for active
         memories whose context holds a list at ``field`` (``spatial.<key>``). Raises ``ValidationError``."""
-        return browse.spatial_points(self._engine, field=field, collection=collection, limit=limit)
+        return browse.spatial_points(self._engine, field, collection, limit)
 
     # ---- maintenance ------------------------------------------------------------------------------
 
@@ -488,8 +480,7 @@ class RobotMemory:
 
     def close(self) -> None:
         """Stop background work, flush queued access counts and close the database."""
-        self._background.stop(close=True)
-        self._engine.close()
+        backfill.close(self._engine, self._background)
 
     def __enter__(self) -> RobotMemory:
         return self

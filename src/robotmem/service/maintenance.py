@@ -17,11 +17,11 @@ def doctor(engine: Engine) -> DoctorReport:
     """Return a health report of the store, its indexes and the embedder; see ``RobotMemory.doctor``."""
     embedder = engine.embedder
     model, reason = engine.vector_model()
-    indexes = engine.read(lambda tx: tx.maintenance.index_report())
+    health = engine.read(lambda tx: tx.maintenance.index_report())
     status = embedder_status(
         embedder.model_id if embedder.available else None, embedder.available, embedder.status
     )
-    return doctor_report(engine.store.location, indexes, status, searchable=model is not None, reason=reason)
+    return doctor_report(engine.store.location, health, status, searchable=model is not None, reason=reason)
 
 
 def integrity_report(engine: Engine) -> IntegrityResult:

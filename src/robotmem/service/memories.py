@@ -30,13 +30,14 @@ from robotmem.serialize import (
     updated_result,
 )
 from robotmem.service.engine import Engine, iso
-from robotmem.store.protocol import StoreTx, VectorQuery
+from robotmem.store.protocol import FloatArray, StoreTx, VectorQuery
 from robotmem.text import content_hash, index_text
 from robotmem.validation import (
     ForgetInput,
     LearnInput,
     UpdateInput,
     parse_json_object,
+    parse_name,
     parse_text,
     validate_input,
 )
@@ -68,6 +69,7 @@ def learn(
     vector = engine.embed(text, is_query=False)
     threshold = cosine_threshold(engine.embedder.model_id, settings.dedup_cosine)
     robot = engine.robot_id
+    episode = _episode_vector(engine, text, args.session_id) if vector is not None else None
 
     def work(tx: StoreTx) -> LearnResult:
         session = engine.session_for_write(tx, args.session_id)
@@ -95,9 +97,26 @@ def learn(
             robot_id=robot,
         )
         memory_id = engine.insert(tx, [new], [None if vector is None else vector.vector])[0]
+        if episode is not None and episode[0] == session and vector is not None:
+            tx.vectors.put_episode(memory_id, episode[1], vector.model_id)
         return created_result(memory_id, _inferred(found, stored_context))
 
     return engine.write(work)
+
+
+def _episode_vector(engine: Engine, text: str, raw_session: str | None) -> tuple[str, FloatArray] | None:
+    """Return ``(session, vector)`` of ``text`` after its predecessor's in the session it joins, embedded
+    together, when ``episode_vector_weight`` is on and the session holds a memory already; else None."""
+    if engine.settings.episode_vector_weight <= 0:
+        return None
+    session = parse_name("session_id", raw_session) if raw_session is not None else engine.current_session
+    if session is None:
+        return None
+    previous = engine.read(lambda tx: tx.memories.latest_in_session(session))
+    if previous is None:
+        return None
+    joined = engine.embed(f"{previous} {text}", is_query=False)
+    return None if joined is None else (session, joined.vector)
 
 
 def _inferred(found: Classification, stored_context: dict[str, Any]) -> AutoInferred:

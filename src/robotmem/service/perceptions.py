@@ -27,8 +27,24 @@ log = logging.getLogger("robotmem")
 FIELDS = ("description", "perception_type", "data", "metadata", "collection", "session_id")
 
 
-def save_perception(engine: Engine, item: Mapping[str, Any]) -> PerceptionResult:
-    """Store one perception (``item`` holds save_perception's parameters); see ``RobotMemory.save_perception``."""
+def save_perception(
+    engine: Engine,
+    description: str,
+    perception_type: str = "visual",
+    data: Any = None,
+    metadata: Any = None,
+    collection: str | None = None,
+    session_id: str | None = None,
+) -> PerceptionResult:
+    """Store one perception; see ``RobotMemory.save_perception``."""
+    item = {
+        "description": description,
+        "perception_type": perception_type,
+        "data": data,
+        "metadata": metadata,
+        "collection": collection,
+        "session_id": session_id,
+    }
     prepared = prepare(engine, item)
     vector = engine.embed(prepared["text"], is_query=False)
     vectors = [None if vector is None else vector.vector]

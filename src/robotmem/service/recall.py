@@ -24,7 +24,7 @@ from robotmem.errors import ValidationError
 from robotmem.filters import All, Condition, Node, Scalar, parse_filter
 from robotmem.records import Hit, Memory
 from robotmem.results import RecallHit, RecallResult
-from robotmem.serialize import hit_to_dict
+from robotmem.serialize import hit_to_dict, recall_result
 from robotmem.service import rerank as reranking
 from robotmem.service.engine import Engine
 from robotmem.service.scoring import Scoring, bm25_words, score_candidates
@@ -89,6 +89,8 @@ class Tuning:
     neighbour_share: float = 0.0
     episode_share: float = 0.0
     context_boost: float = 0.0
+    direction_share: float = 0.0
+    episode_vector_weight: float = 0.0
     own_robot_boost: float = 1.0
 
     @property
@@ -102,6 +104,8 @@ class Tuning:
             neighbour_share=self.neighbour_share,
             episode_share=self.episode_share,
             context_boost=self.context_boost,
+            direction_share=self.direction_share,
+            episode_vector_weight=self.episode_vector_weight,
         )
 
 
@@ -162,12 +166,8 @@ def recall(
         own_robot=engine.robot_id,
     )
     outcome = execute(engine, plan)
-    return {
-        "memories": [hit_to_dict(hit, include_data=plan.include_data) for hit in outcome.hits],
-        "total": len(outcome.hits),
-        "mode": outcome.mode,  # type: ignore[typeddict-item]
-        "query_ms": round((time.perf_counter() - started) * 1000, 3),
-    }
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return recall_result(outcome.hits, include_data=plan.include_data, mode=outcome.mode, query_ms=elapsed_ms)
 
 
 def related(engine: Engine, session_id: str, collection: str, texts: list[str]) -> list[RecallHit]:
@@ -246,6 +246,8 @@ def tuning(engine: Engine) -> Tuning:
         neighbour_share=s.neighbour_share,
         episode_share=s.episode_share,
         context_boost=s.context_boost,
+        direction_share=s.direction_share,
+        episode_vector_weight=s.episode_vector_weight,
         own_robot_boost=s.own_robot_boost,
     )
 
@@ -288,8 +290,16 @@ def run_on(
         source.text_scored(words, depth, coverage, tuning.bm25_k1, tuning.bm25_b) if has_words else []
     )
     vector_scored = source.vectors_scored(vector, depth) if use_vectors and vector is not None else []
-    fused = score_candidates(source, plan.query, text_scored, vector_scored, tuning.scoring, plan.n)
-    in_text, in_vector = {m for m, _ in text_scored}, {m for m, _ in vector_scored}
+    episode_scored = (
+        source.episode_vectors_scored(vector, depth)
+        if use_vectors and vector is not None and tuning.episode_vector_weight > 0
+        else []
+    )
+    fused = score_candidates(
+        source, plan.query, text_scored, vector_scored, tuning.scoring, plan.n, episode_scored
+    )
+    in_text = {m for m, _ in text_scored}
+    in_vector = {m for m, _ in vector_scored} | {m for m, _ in episode_scored}
     pool_ids = list(fused)
     near: dict[int, float] = {}
     if plan.spatial is not None and plan.query:

@@ -2,24 +2,36 @@
 
     text (BM25) ─┐
     vector ──────┴→ fuse: RRF on ranks, or z-score / min-max normalised scores, weighted per channel
-                  → episode structure: + neighbour_share × the scores of the memory's session neighbours
+                  → episode structure: a query asking for the step after (before) something moves
+                                       direction_share of each memory's score to its successor
+                                       (predecessor) in its episode;
+                                       + neighbour_share × the scores of the memory's session neighbours
                                        + episode_share × the best score in the memory's session
-                  → named values: + context_boost × best × (share of the values the query names that
-                                    the memory's context carries: robot, object, place, date, ...)
+                  → named values: + context_boost × best × the rarity of the context values the query
+                                    names that the memory carries (robot, object, place, date, ...);
+                                    memories named only by their context join
 
 Every step is a setting and off at 0 (``rrf`` for fusion); the defaults were chosen on the tuning split
-of the episode evaluation set (docs/benchmarks.md). Neighbours come from the candidate source, so they
-pass the recall's filters like every other candidate.
+of the episode evaluation set (docs/benchmarks.md). Neighbours and named memories come from the
+candidate source, so they pass the recall's filters like every other candidate.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from robotmem.naming import context_values, named_in
-from robotmem.ranking import add_episode_scores, fuse_rrf, fuse_scores, spread_to_neighbours
-from robotmem.store.protocol import CandidateSource
+from robotmem.naming import value_candidates
+from robotmem.ranking import (
+    add_episode_scores,
+    fuse_rrf,
+    fuse_scores,
+    shift_along_episodes,
+    spread_to_neighbours,
+)
+from robotmem.store.protocol import CandidateSource, NamedValues
 from robotmem.text import STOPWORDS, query_tokens
 
 # A standard English list of function words (beyond ``text.STOPWORDS``, which is applied to every
@@ -159,7 +171,34 @@ class Scoring:
     neighbour_share: float = 0.0
     episode_share: float = 0.0
     context_boost: float = 0.0
+    direction_share: float = 0.0
+    episode_vector_weight: float = 0.0
     structure_depth: int = 20
+
+
+# A value carried by more than this share of a collection's memories names none of them in particular.
+MAX_VALUE_SHARE = 0.5
+
+# Phrases by which a query asks for the step after (or before) the one it describes: "What was changed
+# right after the mug slipped?", "滑落之后紧接着做了什么调整？". A bare "after"/"before" is not one
+# ("minimum charge before sending the robot out" asks about the charge).
+_AFTER = re.compile(
+    r"\b(?:right|just|immediately|directly|shortly) after\b|\bafter that\b|\bafterwards?\b"
+    r"|\bnext step\b|\bstep after\b|\bwhat (?:came|happened|was done) next\b|\bwhat came after\b"
+    r"|\bwhat followed\b|\bthen what\b|紧接着|接下来|随后|下一步|后一步|之后马上|之后立刻|之后立即"
+)
+_BEFORE = re.compile(
+    r"\b(?:right|just|immediately|directly|shortly) before\b|\bbefore that\b|\bbeforehand\b"
+    r"|\bprevious step\b|\bstep before\b|\bwhat came before\b|\bwhat preceded\b"
+    r"|前一步|上一步|之前那一步|紧挨着之前"
+)
+
+
+def step_direction(query: str) -> int:
+    """Return 1 when ``query`` asks for the step after the one it describes, -1 for the step before, else 0."""
+    folded = query.lower()
+    after, before = bool(_AFTER.search(folded)), bool(_BEFORE.search(folded))
+    return 0 if after == before else (1 if after else -1)
 
 
 def bm25_words(query: str, query_stopwords: str) -> list[str]:
@@ -171,17 +210,21 @@ def bm25_words(query: str, query_stopwords: str) -> list[str]:
 
 
 def fuse(
-    text_ranked: Sequence[tuple[int, float]], vector_ranked: Sequence[tuple[int, float]], knobs: Scoring
+    text_ranked: Sequence[tuple[int, float]],
+    vector_ranked: Sequence[tuple[int, float]],
+    knobs: Scoring,
+    episode_ranked: Sequence[tuple[int, float]] = (),
 ) -> dict[int, float]:
-    """Return id → fused score of the two channels' candidates (first-seen order)."""
+    """Return id → fused score of the channels' candidates (first-seen order); ``episode_ranked`` is the
+    channel of episode vectors, weighted by ``episode_vector_weight`` (empty when off)."""
+    channels = [text_ranked, vector_ranked]
     weights = [knobs.bm25_weight, knobs.vector_weight]
+    if episode_ranked:
+        channels.append(episode_ranked)
+        weights.append(knobs.episode_vector_weight)
     if knobs.fusion == "rrf":
-        return fuse_rrf(
-            [[m for m, _ in text_ranked], [m for m, _ in vector_ranked]], k=knobs.rrf_k, weights=weights
-        )
-    present = [
-        (channel, w) for channel, w in zip((text_ranked, vector_ranked), weights, strict=True) if channel
-    ]
+        return fuse_rrf([[m for m, _ in c] for c in channels], k=knobs.rrf_k, weights=weights)
+    present = [(channel, w) for channel, w in zip(channels, weights, strict=True) if channel]
     return fuse_scores([c for c, _ in present], method=knobs.fusion, weights=[w for _, w in present])
 
 
@@ -191,38 +234,59 @@ def leaders(scores: dict[int, float], count: int) -> list[int]:
 
 
 def add_structure(
-    source: CandidateSource, scores: dict[int, float], knobs: Scoring, count: int
+    source: CandidateSource, scores: dict[int, float], query: str, knobs: Scoring, count: int
 ) -> dict[int, float]:
     """Return ``scores`` raised by episode structure around the ``count`` best candidates.
 
-    Their neighbours gain a share of their scores (and join when new: the source only names memories that
-    pass the scope); every scored memory of their sessions gains a share of the session's best score.
+    When the query asks for the step after (before) the one it describes, each memory passes
+    ``direction_share`` of its score to the next (previous) memory of its episode. Then the best
+    candidates' neighbours gain a share of their scores (and join when new: the source only names
+    memories that pass the scope); every scored memory of their sessions gains a share of the session's
+    best score.
     """
-    if not scores or (knobs.neighbour_share <= 0 and knobs.episode_share <= 0):
+    direction = step_direction(query) if knobs.direction_share > 0 else 0
+    if not scores or (knobs.neighbour_share <= 0 and knobs.episode_share <= 0 and direction == 0):
         return scores
     top = leaders(scores, count)
     episodes = source.episodes(top)
-    raised = spread_to_neighbours(scores, episodes, knobs.neighbour_share, sources=set(top))
+    raised = scores
+    if direction != 0:
+        raised = shift_along_episodes(raised, episodes, knobs.direction_share, direction, sources=set(top))
+    raised = spread_to_neighbours(raised, episodes, knobs.neighbour_share, sources=set(top))
     return add_episode_scores(raised, episodes, knobs.episode_share) if knobs.episode_share > 0 else raised
+
+
+def value_weights(found: NamedValues) -> dict[str, float]:
+    """Return value → its rarity in the collection, in (0, 1]: ln(1 + N/n) / ln(1 + N) for a value that
+    n of the N memories carry (1 for a value only one memory carries)."""
+    total = max(found.memories, 1)
+    scale = math.log1p(total)
+    return {v: min(1.0, math.log1p(total / max(n, 1)) / scale) for v, n in found.carried_by.items()}
 
 
 def add_named_values(
     source: CandidateSource, scores: dict[int, float], query: str, knobs: Scoring, count: int
 ) -> dict[int, float]:
-    """Return ``scores`` where the ``count`` best candidates gain a soft boost for each context value the
-    query names that they carry."""
-    if not scores or knobs.context_boost <= 0 or not query:
+    """Return ``scores`` where memories carrying context values the query names gain a soft boost.
+
+    The gain of a memory is ``context_boost`` × the best score × the summed rarity (``value_weights``) of
+    the named values it carries, at most 1: a value that one memory in a thousand carries lifts it by
+    about the best score, a robot id that half of them carry by a tenth. Memories carrying named values
+    that are not candidates join, the ``count`` with the largest gains.
+    """
+    if knobs.context_boost <= 0 or not query:
         return scores
-    carried = {m: context_values(c) for m, c in source.contexts(leaders(scores, count)).items()}
-    named = named_in(query, frozenset().union(*carried.values())) if carried else frozenset()
-    if not named:
+    candidates = value_candidates(query)
+    found = source.named_values(candidates, MAX_VALUE_SHARE) if candidates else NamedValues()
+    if not found.carriers:
         return scores
-    best = max(scores.values())
+    weights = value_weights(found)
+    gains = {m: min(1.0, sum(weights[v] for v in values)) for m, values in found.carriers.items()}
+    unit = knobs.context_boost * (max(scores.values()) if scores else 1.0)
     out = dict(scores)
-    for memory_id, values in carried.items():
-        share = len(values & named) / len(named)
-        if share > 0:
-            out[memory_id] += knobs.context_boost * best * share
+    newcomers = sorted((m for m in gains if m not in scores), key=lambda m: (-gains[m], -m))[:count]
+    for memory_id in [m for m in gains if m in scores] + newcomers:
+        out[memory_id] = out.get(memory_id, 0.0) + unit * gains[memory_id]
     return out
 
 
@@ -233,14 +297,15 @@ def score_candidates(
     vector_scored: Sequence[tuple[int, float]],
     knobs: Scoring,
     n: int = 0,
+    episode_scored: Sequence[tuple[int, float]] = (),
 ) -> dict[int, float]:
     """Return id → score of every candidate: fused channels, then episode structure, then named values.
 
-    Structure and named values look at the best ``knobs.structure_depth`` candidates only (and at least
-    ``n``): they reorder the head of the list, and reading contexts and sessions for a whole candidate
-    pool would cost more than the rest of recall.
+    Structure looks at the best ``knobs.structure_depth`` candidates only (and at least ``n``): it
+    reorders the head of the list, and reading sessions for a whole candidate pool would cost more than
+    the rest of recall.
     """
-    fused = fuse(text_scored, vector_scored, knobs)
+    fused = fuse(text_scored, vector_scored, knobs, episode_scored)
     count = max(knobs.structure_depth, n)
-    raised = add_structure(source, fused, knobs, count)
+    raised = add_structure(source, fused, query, knobs, count)
     return add_named_values(source, raised, query, knobs, count)

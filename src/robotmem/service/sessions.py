@@ -6,8 +6,8 @@ import uuid
 from typing import Any
 
 from robotmem.consolidation import NON_DECAYING_CATEGORIES, ConsolidationPlan, plan_consolidation
-from robotmem.results import EndSessionResult, SessionRecord, StartSessionResult
-from robotmem.serialize import ended_session, session_to_dict, started_session
+from robotmem.results import EndSessionResult, SessionRecord, SessionSummary, StartSessionResult
+from robotmem.serialize import ended_session, session_summary, session_to_dict, started_session
 from robotmem.service import recall
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import StoreTx
@@ -47,7 +47,7 @@ def end_session(engine: Engine, session_id: str, outcome_score: float | None = N
     target_id = parse_name("session_id", args.session_id)
     settings = engine.settings
 
-    def work(tx: StoreTx) -> tuple[str, dict[str, Any], int, ConsolidationPlan, list[str]]:
+    def work(tx: StoreTx) -> tuple[str, SessionSummary, int, ConsolidationPlan, list[str]]:
         session = tx.sessions.get_active(target_id)
         now = engine.now()
         plan = plan_consolidation(
@@ -59,7 +59,7 @@ def end_session(engine: Engine, session_id: str, outcome_score: float | None = N
             for merged_id in merge.merged:
                 tx.vectors.drop(merged_id)
         decayed = tx.memories.decay(session.collection, now, NON_DECAYING_CATEGORIES, settings.decay_rate)
-        summary = tx.sessions.summarize(session.id)
+        summary = session_summary(tx.sessions.summarize(session.id))
         tx.sessions.end(session.id, args.outcome_score, summary, now)
         return (
             session.collection,

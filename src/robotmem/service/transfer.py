@@ -110,7 +110,7 @@ def export_memories(
     only = None if collection is None else parse_name("collection", collection)
     part_file = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
 
-    def work(tx: StoreTx) -> JsonDict:
+    def work(tx: StoreTx) -> tuple[dict[str, int], tuple[str, int] | None]:
         model = tx.vectors.stored_model()
         total = tx.transfer.count_memories(only)
         with_vectors = bool(vectors and model is not None)
@@ -144,17 +144,17 @@ def export_memories(
                     progress("export", 100, total)
         if progress is not None:
             progress("export", counts["memories"] % 100, total)
-        return {**counts, "embedding_model": header["embedding_model"], "dim": header["dim"]}
+        return counts, model
 
     try:
-        result = engine.read(work)
+        counts, model = engine.read(work)
         os.replace(part_file, target)
     except OSError as exc:
         raise ValidationError(f"path: cannot write the export to {target} ({exc.strerror or exc})") from None
     finally:
         if part_file.exists():
             part_file.unlink()
-    return exported_result(target, result)
+    return exported_result(target, counts, model)
 
 
 def import_memories(

@@ -15,8 +15,8 @@ it is. Times are ISO 8601 UTC strings.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -25,14 +25,24 @@ import numpy.typing as npt
 
 from robotmem.consolidation import Candidate
 from robotmem.filters import Node
-from robotmem.records import IntegrityReport, Memory, MemoryQuery, NewMemory, Session, SessionRow
-from robotmem.results import CollectionSummary
+from robotmem.records import (
+    IndexHealth,
+    IntegrityReport,
+    Memory,
+    MemoryQuery,
+    NewMemory,
+    Session,
+    SessionCounts,
+    SessionRow,
+)
 from robotmem.spatial import SpatialSort
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.float32]
 # (memory_id, content, vector) of one embedded memory.
 EmbeddedText = tuple[int, str, FloatArray]
+# (collection, memories, active memories, sessions, latest activity) of one collection.
+CollectionRow = tuple[str, int, int, int, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,21 @@ class VectorQuery:
     vector: FloatArray
     model_id: str
     dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class NamedValues:
+    """The context values a query names, as the memories of the recall's collection carry them.
+
+    ``memories``: memories in the collection (any status); ``carried_by``: value → how many of them carry
+    it (the candidates that some memory of the collection carries, each carried by at most ``max_share``
+    of ``memories``); ``carriers``: id → the values of ``carried_by`` it carries, for the memories of the
+    scope that carry any.
+    """
+
+    memories: int = 0
+    carried_by: dict[str, int] = field(default_factory=dict)
+    carriers: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 class CandidateSource(Protocol):
@@ -87,13 +112,25 @@ class CandidateSource(Protocol):
         """``vectors`` with each id's cosine similarity."""
         ...
 
+    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        """``vectors_scored`` over the episode vectors (``VectorTable.put_episode``) of ``query``'s model."""
+        ...
+
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         """Return, for each session holding one of ``ids``, the ids of that session in ``created_at``
         order (ties by id), sessions in order of their smallest id."""
         ...
 
-    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        """Return id → parsed context of the existing ids among ``ids``."""
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        """Return which of ``candidates`` (``naming.value_candidates`` of the query) are context values of
+        the collection's memories (``naming.context_values``: which strings count, folded how), how many
+        memories of the collection (any status) carry each, and which memories of the scope carry them.
+
+        A value carried by more than ``max_share`` of the collection's memories is left out (it names no
+        memory in particular), and its carriers are not read. An engine keeps an index of (collection,
+        value) → memories for this (SQLite: a table kept by triggers, ``store/sqlite/values.py``); a
+        lookup must not read every context.
+        """
         ...
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
@@ -212,6 +249,10 @@ class MemoryTable(Protocol):
         """Return the active facts of the session that consolidation may consider."""
         ...
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        """Return the content of the session's latest active memory (by ``created_at``, then id), if any."""
+        ...
+
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         """Return the contents of the session's active memories, oldest id first."""
         ...
@@ -232,12 +273,12 @@ class SessionTable(Protocol):
         """Return the session if still active; raises ``NotFoundError`` or ``ConflictError``."""
         ...
 
-    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
+    def end(self, session_id: str, outcome_score: float | None, summary: Mapping[str, Any], now: str) -> None:
         """Mark the session ended and store its outcome and summary."""
         ...
 
-    def summarize(self, session_id: str) -> dict[str, Any]:
-        """Return ``{"memory_count", "by_type", "by_category"}`` over its memories that are not invalidated."""
+    def summarize(self, session_id: str) -> SessionCounts:
+        """Return the counts of its memories that are not invalidated: in all, by type, by category."""
         ...
 
     def active_memory_count(self, collection: str) -> int:
@@ -252,8 +293,13 @@ class VectorTable(Protocol):
         """Store the vector and mark the memory embedded with ``model_id``."""
         ...
 
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        """Store the memory's episode vector: its text after its predecessor's in the session, embedded
+        together (``episode_vector_weight``); ``drop`` removes it with the memory's own vector."""
+        ...
+
     def drop(self, memory_id: int) -> None:
-        """Remove the memory's vector from every search."""
+        """Remove the memory's vector (and episode vector) from every search."""
         ...
 
     def stored_model(self) -> tuple[str, int] | None:
@@ -404,7 +450,7 @@ class BrowseQueries(Protocol):
 
     def category_counts(self, collection: str | None) -> list[tuple[str, int]]: ...
 
-    def collection_rows(self) -> list[CollectionSummary]: ...
+    def collection_rows(self) -> list[CollectionRow]: ...
 
     def list_sessions(
         self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
@@ -432,7 +478,7 @@ class Maintenance(Protocol):
 
     def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]: ...
 
-    def index_report(self) -> dict[str, Any]: ...
+    def index_report(self) -> IndexHealth: ...
 
 
 class StoreTx(Protocol):

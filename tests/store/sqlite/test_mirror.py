@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import random
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.store.sqlite.conftest import fill, query_vector, vector_index
+from tests.strategies import examples
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -20,54 +20,11 @@ from robotmem.lexical import LexicalIndex
 from robotmem.service.recall import RecallOutcome, RecallPlan, Tuning, run_on
 from robotmem.spatial import parse_spatial_sort
 from robotmem.store.protocol import VectorQuery
-from robotmem.store.sqlite import search
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror, Stemmer
 from robotmem.store.sqlite.store import SqliteStore, SqliteTx
-from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text import fts_query, query_tokens
-
-OBJECTS = ["mug", "paper cup", "glass bottle", "sponge", "banana", "cardboard box", "tennis ball"]
-SURFACES = ["wet", "glossy", "rough", "dusty"]
-CHINESE = ["机器人抓取杯子时打滑", "夹爪力度太大压坏了纸杯", "湿滑表面需要更大的抓取力", "推动方块到目标位置"]
-
-
-def _fill(mem: RobotMemory, count: int, seed: int) -> None:
-    rng = random.Random(seed)
-    for i in range(count):
-        thing = rng.choice(OBJECTS)
-        force = round(rng.uniform(1, 30), 1)
-        text = (
-            f"grip_force={force}N on the {thing}, {rng.choice(SURFACES)} surface, "
-            f"{'grasped' if rng.random() < 0.6 else 'slipped'} after {rng.randint(1, 9)} tries #{i}"
-        )
-        if rng.random() < 0.2:
-            text = rng.choice(CHINESE) + f" 第{i}次"
-        if i % 9 == 0:
-            text += " naïve café x² ½ Ⅻ"  # diacritics and compatibility forms
-        context: dict[str, Any] = {
-            "params": {"grip_force": {"value": force, "unit": "N"}},
-            "task": {"success": rng.random() < 0.6, "name": rng.choice(["grasp", "push", "place"])},
-            "robot": {"id": rng.choice(["franka-01", "franka-02", "ur5-01"])},
-            "env": {"sim_or_real": rng.choice(["sim", "sim", "real"])},
-            "spatial": {"object_position": [rng.uniform(0, 2), rng.uniform(0, 1), 0.4]},
-        }
-        if rng.random() < 0.3:
-            context["labels"] = rng.sample(["fragile", "heavy", "wet", "soft"], k=2)
-        collection = rng.choice(["manipulation", "manipulation", "navigation"])
-        if rng.random() < 0.15:
-            mem.save_perception(text, perception_type="tactile", metadata=context, collection=collection)
-        else:
-            mem.learn(text, context=context, collection=collection)
-
-
-@pytest.fixture
-def filled(tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
-    mem = RobotMemory(tmp_path / "mirror.db", settings=settings, embed_backend="hash")
-    _fill(mem, 160, seed=3)
-    yield mem
-    mem.close()
 
 
 def _run(
@@ -85,22 +42,6 @@ def _run(
         else MirrorCandidates(conn, plan.scope, store.vector_index, mirror)
     )
     return run_on(source, SqliteTx(conn, store), plan, tuning, vector)
-
-
-def _vector_index(mem: RobotMemory, conn: sqlite3.Connection) -> tuple[SqliteStore, MirroredIndex]:
-    store = mem.engine.store
-    assert isinstance(store, SqliteStore)
-    model, _ = mem.engine.vector_model()
-    assert model is not None
-    index = store.vector_index(*model)
-    index.sync(conn)
-    return store, index
-
-
-def _query_vector(mem: RobotMemory, query: str) -> VectorQuery:
-    model, _ = mem.engine.vector_model()
-    assert model is not None
-    return VectorQuery(mem.embedder.embed_one(query, is_query=True), *model)
 
 
 def _fts_scores(conn: sqlite3.Connection, query: str) -> dict[int, float]:
@@ -148,7 +89,7 @@ def test_bm25_scores_equal_fts5_after_build_and_after_every_kind_of_change(fille
         assert len(mirror.lexical) == conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
         _assert_same_bm25(conn, mirror)
         # New rows, a changed text, a forgotten row: applied incrementally, from another connection.
-        _fill(filled, 30, seed=11)
+        fill(filled, 30, seed=11)
         first = filled.recall("mug", n=1, collection="manipulation")["memories"][0]["id"]
         filled.update(first, "the mug handle was wet, grip_force=12N slipped")
         filled.forget(
@@ -268,7 +209,9 @@ filters = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(raw=filters, collection=st.sampled_from(["manipulation", "navigation", "nowhere"]))
 def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
     filled: RobotMemory, raw: dict[str, Any], collection: str
@@ -285,48 +228,6 @@ def test_filter_mask_passes_exactly_the_rows_the_sql_predicate_passes(
         # The second call answers from the cached condition masks, the same way.
         again = mirror.allowed(conn, collection=collection, min_confidence=0.0, filter=plan.filter)
         assert np.array_equal(again, mask)
-    finally:
-        mirror.close()
-        conn.close()
-
-
-def test_recall_with_the_mirror_returns_what_the_sql_path_returns(filled: RobotMemory) -> None:
-    conn = open_database(filled.path)
-    mirror = RecallMirror()
-    store, index = _vector_index(filled, conn)
-    tuning = Tuning(rrf_k=1)
-    try:
-        cases = [
-            ("grip force for the mug", None),
-            ("slipped on a wet surface", {"task.success": False}),
-            ("打滑", {"robot.id": {"$in": ["franka-01", "ur5-01"]}}),
-            (
-                "tennis ball grasp",
-                {"$or": [{"labels": {"$contains": "soft"}}, {"params.grip_force": {"$lt": 8}}]},
-            ),
-        ]
-        for query, raw in cases:
-            plan = RecallPlan(
-                query=query, n=8, min_confidence=0.0, collection="manipulation", filter=parse_filter(raw)
-            )
-            vector = _query_vector(filled, query)
-            with_sql = _run(store, conn, plan, tuning, vector)
-            with_mirror = _run(store, conn, plan, tuning, vector, mirror)
-            assert with_mirror.mode == with_sql.mode == "hybrid"
-            # Each channel ranks the same candidates; only the order among equal scores may differ.
-            where, params = predicate(plan.scope)
-            sql_source = SqlCandidates(conn, plan.scope, store.vector_index)
-            mirror_source = MirrorCandidates(conn, plan.scope, store.vector_index, mirror)
-            bm25 = _fts_scores(conn, query)
-            text_sql = [m for m, _ in search.search_fts(conn, fts_query(query) or "", where, params, 50)]
-            assert sql_source.text(query_tokens(query), 50, 0.0) == text_sql
-            text_mirror = mirror_source.text(query_tokens(query), 50, 0.0)
-            assert len(text_mirror) == len(text_sql) > 0
-            assert [bm25[m] for m in text_mirror] == pytest.approx([bm25[m] for m in text_sql], rel=1e-9)
-            cosine = {m: float(index.vector(m) @ vector.vector) for m in set(index.index._rows)}
-            vec_sql = sql_source.vectors(vector, 50)
-            vec_mirror = mirror_source.vectors(vector, 50)
-            assert [cosine[m] for m in vec_mirror] == pytest.approx([cosine[m] for m in vec_sql], abs=1e-6)
     finally:
         mirror.close()
         conn.close()
@@ -365,7 +266,7 @@ def test_spatial_sort_from_the_mirror_matches_the_sql_path(
         )
     conn = open_database(filled.path)
     mirror = RecallMirror()
-    store, _ = _vector_index(filled, conn)
+    store, _ = vector_index(filled, conn)
     try:
         plan = RecallPlan(
             query=query,
@@ -375,7 +276,7 @@ def test_spatial_sort_from_the_mirror_matches_the_sql_path(
             filter=parse_filter(raw_filter),
             spatial=parse_spatial_sort(raw_spatial),
         )
-        vector = _query_vector(filled, query) if query else None
+        vector = query_vector(filled, query) if query else None
         with_sql = _run(store, conn, plan, Tuning(rrf_k=1), vector)
         with_mirror = _run(store, conn, plan, Tuning(rrf_k=1), vector, mirror)
         assert [h.spatial_distance for h in with_mirror.hits] == [h.spatial_distance for h in with_sql.hits]

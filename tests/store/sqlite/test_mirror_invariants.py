@@ -5,11 +5,17 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pytest
+
+import robotmem.store
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.filters import RECORD_FIELDS
 from robotmem.store.sqlite import migrations, mirror
+from robotmem.store.sqlite.connection import open_database
 
 
 def _tracked() -> set[str]:
@@ -48,12 +54,86 @@ def test_only_bookkeeping_columns_are_left_out_of_the_change_log(tmp_path: Path,
     assert untracked == {"id", "access_count", "last_accessed", "base_confidence", "embedding_model"}
 
 
+def _arrays(recall_mirror: mirror.RecallMirror) -> dict[str, np.ndarray[Any, Any]]:
+    """The mirror's arrays by memory id (every numpy array it holds directly)."""
+    return {name: value for name, value in vars(recall_mirror).items() if isinstance(value, np.ndarray)}
+
+
+def test_every_mirrored_column_grows_with_the_ids_and_is_reset_when_its_row_goes(
+    tmp_path: Path, settings: Settings
+) -> None:
+    path = tmp_path / "m.db"
+    with RobotMemory(path, settings=settings, embed_backend="none") as mem:
+        mem.learn("grip_force=4N held the mug", collection="kitchen")
+        session = mem.start_session()["session_id"]
+        gone = mem.learn(
+            "the tray slid off the wet table", context={"env": {"sim_or_real": "real"}}, session_id=session
+        )["memory_id"]
+    conn = open_database(path)
+    recall_mirror = mirror.RecallMirror()
+    try:
+        recall_mirror.sync(conn)
+        selected = len(conn.execute(f"{mirror._ROWS} LIMIT 0").description)
+        assert len(_arrays(recall_mirror)) == selected - 1, "one array per value _ROWS selects after id"
+        blank = {name: values[-1] for name, values in _arrays(recall_mirror).items()}  # an id with no memory
+        assert all(values[gone] != blank[name] for name, values in _arrays(recall_mirror).items())
+
+        # Growing: a memory whose id lies beyond the arrays.
+        beyond = recall_mirror.capacity + 10
+        with sqlite3.connect(path) as raw:
+            raw.execute("UPDATE sqlite_sequence SET seq = :seq WHERE name = 'memories'", {"seq": beyond - 1})
+        with RobotMemory(path, settings=settings, embed_backend="none") as mem:
+            later = mem.start_session()["session_id"]
+            real = {"env": {"sim_or_real": "real"}}
+            assert (
+                mem.learn("lidar misses glass doors", context=real, session_id=later)["memory_id"] == beyond
+            )
+        recall_mirror.sync(conn)
+        assert recall_mirror.capacity > beyond
+        assert {len(values) for values in _arrays(recall_mirror).values()} == {recall_mirror.capacity}
+        assert all(values[beyond] != blank[name] for name, values in _arrays(recall_mirror).items())
+
+        # Resetting: a memory whose row another program deleted keeps none of its values.
+        with sqlite3.connect(path) as raw:
+            raw.execute("DELETE FROM memories WHERE id = :id", {"id": gone})
+        recall_mirror.sync(conn)
+        assert {name: values[gone] for name, values in _arrays(recall_mirror).items()} == blank
+    finally:
+        recall_mirror.close()
+        conn.close()
+
+
+# A statement that writes rows of memories_fts, in any case and with any quoting of the name.
+_FTS_WRITE = re.compile(
+    r"\b(?:insert(?:\s+or\s+\w+)?\s+into|replace\s+into|delete\s+from|update(?:\s+or\s+\w+)?"
+    r"|drop\s+table(?:\s+if\s+exists)?)\s+[\"'`\[]?memories_fts\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO memories_fts (rowid, body) VALUES (1, 'x')",
+        "insert or replace into memories_fts(rowid, body) values (?, ?)",
+        "REPLACE INTO memories_fts VALUES (1, 'x')",
+        'delete from "memories_fts" where rowid = 1',
+        "Update memories_fts SET body = ''",
+        "DROP TABLE IF EXISTS memories_fts",
+    ],
+)
+def test_the_fts_write_check_recognises_a_write(statement: str) -> None:
+    assert _FTS_WRITE.search(statement)
+    assert not _FTS_WRITE.search("SELECT rowid, body FROM memories_fts WHERE memories_fts MATCH :q")
+
+
 def test_fts_rows_are_written_only_through_the_fts_module() -> None:
-    store_dir = Path(mirror.__file__).parent
+    store_dir = Path(robotmem.store.__file__).parent
+    allowed = store_dir / "sqlite" / "fts.py"
     offenders = [
-        path.name
-        for path in store_dir.glob("*.py")
-        if path.name not in ("fts.py", "migrations.py")
-        and re.search(r"(INSERT INTO|DELETE FROM|UPDATE) memories_fts", path.read_text(encoding="utf-8"))
+        str(path.relative_to(store_dir))
+        for path in sorted(store_dir.rglob("*.py"))
+        if path != allowed and _FTS_WRITE.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+    assert _FTS_WRITE.search(allowed.read_text(encoding="utf-8"))  # the check reads the real writes

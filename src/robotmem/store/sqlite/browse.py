@@ -11,7 +11,6 @@ import sqlite3
 from typing import Any
 
 from robotmem.records import Memory, MemoryQuery, SessionRow
-from robotmem.results import CollectionSummary
 from robotmem.store.sqlite import memories, sessions
 
 # Categories that hold lessons drawn from a failure.
@@ -126,8 +125,8 @@ def category_counts(conn: sqlite3.Connection, collection: str | None) -> list[tu
     return [(str(category), int(count)) for category, count in rows]
 
 
-def collection_rows(conn: sqlite3.Connection) -> list[CollectionSummary]:
-    """Return every collection with its memory and session counts and latest activity."""
+def collection_rows(conn: sqlite3.Connection) -> list[tuple[str, int, int, int, str | None]]:
+    """Return ``(collection, memories, active, sessions, latest activity)`` of every collection, by name."""
     rows = conn.execute(
         "SELECT name, SUM(total), SUM(active), SUM(sessions), MAX(last_at) FROM ("
         " SELECT collection AS name, COUNT(*) AS total, SUM(status = 'active') AS active, 0 AS sessions, "
@@ -137,13 +136,7 @@ def collection_rows(conn: sqlite3.Connection) -> list[CollectionSummary]:
         ") GROUP BY name ORDER BY name"
     )
     return [
-        {
-            "collection": str(name),
-            "memories": int(total or 0),
-            "active": int(active or 0),
-            "sessions": int(session_count or 0),
-            "last_at": last_at,
-        }
+        (str(name), int(total or 0), int(active or 0), int(session_count or 0), last_at)
         for name, total, active, session_count, last_at in rows
     ]
 

@@ -1,7 +1,7 @@
 """The recall channels on SQLite: from the in-process mirror, or straight from SQL.
 
 Both sources answer the same questions (``robotmem.store.protocol.CandidateSource``) over a scope, on the
-recall's read snapshot, and give the same candidates (``tests/store/test_recall_mirror.py`` compares
+recall's read snapshot, and give the same candidates (``tests/store/sqlite/test_candidates.py`` compares
 them). ``MirrorCandidates`` turns the scope into one numpy mask by memory id and scores BM25 from the
 mirrored postings; ``SqlCandidates`` compiles the scope into the SQL of each channel — for a robot short
 of memory (``recall_mirror = false``).
@@ -19,8 +19,8 @@ import numpy as np
 from robotmem import lexical
 from robotmem.filters import to_sql
 from robotmem.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.protocol import RecallScope, VectorQuery
-from robotmem.store.sqlite import search
+from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
+from robotmem.store.sqlite import search, values
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text import or_match
@@ -72,14 +72,23 @@ class SqlCandidates:
     """Every channel as SQL over the scope's compiled predicate (and the vector index for cosine)."""
 
     def __init__(
-        self, conn: sqlite3.Connection, scope: RecallScope, index_for: Callable[[str, int], MirroredIndex]
+        self,
+        conn: sqlite3.Connection,
+        scope: RecallScope,
+        index_for: Callable[[str, int], MirroredIndex],
+        episode_index_for: Callable[[str, int], MirroredIndex] | None = None,
     ) -> None:
         self._conn = conn
         self._index_for = index_for
+        self._episode_index_for = episode_index_for
+        self.collection = scope.collection
         self.where, self.params = predicate(scope)
 
-    def _index(self, query: VectorQuery) -> MirroredIndex:
-        index = self._index_for(query.model_id, query.dim)
+    def _index(self, query: VectorQuery, episode: bool = False) -> MirroredIndex | None:
+        index_for = self._episode_index_for if episode else self._index_for
+        if index_for is None:
+            return None
+        index = index_for(query.model_id, query.dim)
         index.sync(self._conn)  # inside this snapshot: vectors written since the last recall count
         return index
 
@@ -108,7 +117,16 @@ class SqlCandidates:
         return [m for m, _ in self.vectors_scored(query, depth)]
 
     def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        ids, scores = self._index(query).index.similarities(query.vector)
+        return self._cosine(query, depth, episode=False)
+
+    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        return self._cosine(query, depth, episode=True)
+
+    def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
+        index = self._index(query, episode)
+        if index is None:
+            return []
+        ids, scores = index.index.similarities(query.vector)
         total = len(ids)
         found: list[tuple[int, float]] = []
         checked, size = 0, max(2 * depth, 64)
@@ -157,8 +175,24 @@ class SqlCandidates:
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return search.session_members(self._conn, list(ids), self.where, self.params)
 
-    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        return search.contexts(self._conn, list(ids))
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        counts = values.carried_counts(self._conn, candidates, self.collection)
+        if not counts:
+            return NamedValues()
+        return self._carried(counts, self._collection_size(), max_share)
+
+    def _collection_size(self) -> int:
+        return values.collection_size(self._conn, self.collection)
+
+    def _carriers(self, kept: Collection[str]) -> list[tuple[int, str]]:
+        return values.carriers(self._conn, self.collection, kept, self.where, self.params)
+
+    def _carried(self, counts: dict[str, int], total: int, max_share: float) -> NamedValues:
+        kept = {value: count for value, count in counts.items() if count <= max_share * total}
+        carried: dict[int, set[str]] = {}
+        for memory_id, value in self._carriers(kept):
+            carried.setdefault(memory_id, set()).add(value)
+        return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
 
     def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
         return search.from_robot(self._conn, list(ids), robot_id)
@@ -173,8 +207,9 @@ class MirrorCandidates(SqlCandidates):
         scope: RecallScope,
         index_for: Callable[[str, int], MirroredIndex],
         mirror: RecallMirror,
+        episode_index_for: Callable[[str, int], MirroredIndex] | None = None,
     ) -> None:
-        super().__init__(conn, scope, index_for)
+        super().__init__(conn, scope, index_for, episode_index_for)
         self._mirror = mirror
         mirror.sync(conn)
         self.allowed = mirror.allowed(
@@ -197,8 +232,11 @@ class MirrorCandidates(SqlCandidates):
         ids = np.flatnonzero(matched[:size] & self.allowed[:size])
         return top_scored(ids, scores[ids], depth)
 
-    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        ids, scores = self._index(query).index.similarities(query.vector)
+    def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
+        index = self._index(query, episode)
+        if index is None:
+            return []
+        ids, scores = index.index.similarities(query.vector)
         rows = np.flatnonzero(allowed_among(ids, self.allowed))
         return top_scored(ids[rows], scores[rows], depth)
 
@@ -222,3 +260,10 @@ class MirrorCandidates(SqlCandidates):
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return self._mirror.session_members(ids, self.allowed)
+
+    def _collection_size(self) -> int:
+        return self._mirror.collection_size(self.collection)
+
+    def _carriers(self, kept: Collection[str]) -> list[tuple[int, str]]:
+        found = values.carriers(self._conn, self.collection, kept)
+        return [(m, v) for m, v in found if m < len(self.allowed) and self.allowed[m]]

@@ -1,7 +1,7 @@
 """Integrity checks, repair of the derived indexes, and online backup of the database file.
 
 The ``memories`` table (with ``perception_payloads`` and ``sessions``) is the source of truth. The FTS
-table and the vector tombstones are derived from it and can always be rebuilt; vectors that are
+table, the context-value index and the vector tombstones are derived from it and can always be rebuilt; vectors that are
 missing are not computed here (that needs the embedder) but left for backfill.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.records import IntegrityReport
-from robotmem.store.sqlite import fts, vectors
+from robotmem.store.sqlite import fts, values, vectors
 from robotmem.text import index_text
 from robotmem.validation import read_timestamp
 
@@ -51,6 +51,9 @@ _CHECKS: dict[str, str] = {
     "vectors_unmarked": "FROM memories m JOIN memory_vectors v ON v.memory_id = m.id "
     "WHERE m.status = 'active' AND v.embedding IS NOT NULL "
     "AND (m.embedding_model IS NULL OR m.embedding_model != v.model_id)",
+    # Episode vectors (``episode_vector_weight``) of memories that are no longer active or gone.
+    "episode_vectors_stale": "FROM memory_episode_vectors v WHERE v.embedding IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM memories m WHERE m.id = v.memory_id AND m.status = 'active')",
     "tags_dangling": "FROM memory_tags t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = t.memory_id)",
     "payloads_dangling": "FROM perception_payloads p WHERE NOT EXISTS "
     "(SELECT 1 FROM memories m WHERE m.id = p.memory_id)",
@@ -65,17 +68,21 @@ _CHECKS: dict[str, str] = {
     "session_times_invalid": f"FROM sessions s WHERE {_BAD_SESSION_TIME}",
     # Confidences that are not a number within 0..1 (recall's min_confidence cut misreads them).
     "confidence_invalid": f"FROM memories m WHERE {_BAD_CONFIDENCE}",
+    # Memories whose rows in the context-value index differ from what their context gives.
+    "context_values_stale": values.STALE,
 }
 _ID_COLUMN = {
     "fts_orphaned": "f.rowid",
     "vectors_stale": "v.memory_id",
     "vectors_orphaned": "v.memory_id",
     "vectors_unmarked": "m.id",
+    "episode_vectors_stale": "v.memory_id",
     "tags_dangling": "DISTINCT t.memory_id",
     "payloads_dangling": "p.memory_id",
     "sessions_missing": "s.id",
     "sessions_inconsistent": "s.id",
     "session_times_invalid": "s.id",
+    "context_values_stale": "d.memory_id",
 }
 SAMPLE = 20
 
@@ -167,6 +174,11 @@ def rebuild_fts(conn: sqlite3.Connection) -> int:
     return fts.rebuild(conn, ((memory_id, index_text(content)) for memory_id, content in rows))
 
 
+def rebuild_context_values(conn: sqlite3.Connection) -> int:
+    """Recompute the context-value index from every memory's context; return the rows it holds."""
+    return values.rebuild(conn)
+
+
 def _ids(conn: sqlite3.Connection, name: str) -> list[Any]:
     column = _ID_COLUMN.get(name, "m.id")
     return [r[0] for r in conn.execute(f"SELECT {column} {_CHECKS[name]}")]
@@ -179,7 +191,7 @@ def repair_vectors(conn: sqlite3.Connection) -> dict[str, int]:
     a memory marked embedded without a usable vector is unmarked and left for backfill; a live vector
     of an active memory marks it embedded with that vector's model.
     """
-    stale = _ids(conn, "vectors_stale") + _ids(conn, "vectors_orphaned")
+    stale = _ids(conn, "vectors_stale") + _ids(conn, "vectors_orphaned") + _ids(conn, "episode_vectors_stale")
     for memory_id in stale:
         vectors.drop(conn, int(memory_id))
     unmarked = conn.execute(
@@ -195,7 +207,7 @@ def repair_vectors(conn: sqlite3.Connection) -> dict[str, int]:
         "AND v.embedding IS NOT NULL AND (memories.embedding_model IS NULL "
         "OR memories.embedding_model != v.model_id))"
     ).rowcount
-    return {"vectors_tombstoned": len(stale), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
+    return {"vectors_tombstoned": len(set(stale)), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
 
 
 def repair_references(conn: sqlite3.Connection, now: str) -> dict[str, int]:

@@ -359,6 +359,16 @@ def consolidation_candidates(conn: sqlite3.Connection, session_id: str, collecti
     return [Candidate(*row) for row in rows]
 
 
+def latest_in_session(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """Return the content of the session's latest active memory (``created_at``, then id), if any."""
+    row = conn.execute(
+        "SELECT content FROM memories WHERE session_id = :id AND status = 'active' "
+        "ORDER BY julianday(created_at) DESC, id DESC LIMIT 1",
+        {"id": session_id},
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def session_texts(conn: sqlite3.Connection, session_id: str, limit: int) -> list[str]:
     """Return the contents of the session's active memories, smallest id first, up to ``limit``."""
     rows = conn.execute(

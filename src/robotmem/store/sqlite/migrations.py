@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from robotmem.errors import DatabaseError
+from robotmem.store.sqlite import values
 from robotmem.store.sqlite.connection import describe_error, write
 from robotmem.taxonomy import tag_rows
 
@@ -152,7 +153,7 @@ _LOG_CHANGE = (
 def _migrate_v3(conn: sqlite3.Connection) -> None:
     """``memory_changes``: the last change ``seq`` of every memory, kept by triggers.
 
-    An in-process mirror of the recall columns (``store.mirror``) reads the rows above the last ``seq``
+    An in-process mirror of the recall columns (``mirror.py``) reads the rows above the last ``seq``
     it saw, so it follows every writer (this process, another process, the CLI) without reloading.
     One row per memory: the table stays as large as ``memories``, not as long as its history.
     """
@@ -234,11 +235,34 @@ def _migrate_v4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_v5(conn: sqlite3.Connection) -> None:
+    """Two derived indexes for recall.
+
+    ``context_values``: the context values each memory carries, for the named-value boost; kept by
+    triggers on ``memories`` (``store/sqlite/values.py``), filled here from every stored context.
+    ``memory_episode_vectors``: like ``memory_vectors``, an optional second vector per memory — its text
+    after its predecessor's in the session, embedded together — written by learn while
+    ``episode_vector_weight`` is above 0; empty until then.
+    """
+    conn.execute(values.CREATE_TABLE)
+    conn.execute(values.CREATE_INDEX)
+    for trigger in values.TRIGGERS:
+        conn.execute(trigger)
+    values.rebuild(conn)
+    conn.execute(
+        "CREATE TABLE memory_episode_vectors ("
+        "memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE, "
+        "seq INTEGER NOT NULL, model_id TEXT NOT NULL, embedding BLOB)"
+    )
+    conn.execute("CREATE INDEX idx_episode_vectors_seq ON memory_episode_vectors(seq)")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
+    _migrate_v5,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

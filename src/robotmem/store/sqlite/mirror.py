@@ -16,7 +16,7 @@ schema version 3), so a sync reads only what changed since the last one — from
 other. ``fts.rebuild`` bumps ``meta.fts_epoch``, which makes the next sync reload everything.
 
 What keeps the mirror right — check each when a change touches storage or filters
-(``tests/store/sqlite/test_mirror_invariants.py`` checks the first three):
+(``tests/store/sqlite/test_mirror_invariants.py`` checks each):
 
 1. Trigger columns: every column of ``memories`` a recall reads (``_ROWS`` here, ``filters.RECORD_FIELDS``,
    ``context``) is in ``migrations._TRACKED``, so an UPDATE of it is logged. Adding a column that recall
@@ -25,8 +25,9 @@ What keeps the mirror right — check each when a change touches storage or filt
    recall) is in ``_VOLATILE``; conditions on it are evaluated afresh each recall, never cached.
 3. Filterable record fields: every key of ``filters.RECORD_FIELDS`` is either tracked (1), volatile (2),
    ``id`` (never changes) or ``tags`` (``memory_tags`` has insert and delete triggers).
-4. Mirrored columns: a column added to ``_ROWS`` is reset for changed memories in ``_apply`` and grown in
-   ``_reserve``, like the others.
+4. Mirrored columns: every value ``_ROWS`` selects after ``id`` has its array in ``_COLUMNS`` (name, type
+   and the value of a memory without a row), which ``_allocate`` creates, ``_reserve`` grows and ``_apply``
+   resets for changed memories before reading their rows again.
 5. Every FTS write is logged: rows of ``memories_fts`` change only through ``store/sqlite/fts.py``, which
    records each memory it touches in ``memory_changes`` (or bumps ``fts_epoch`` for a rebuild).
 """
@@ -54,6 +55,15 @@ BoolArray = npt.NDArray[np.bool_]
 _ROWS = (
     "SELECT id, collection, status = 'active', confidence, session_id, "
     "json_extract(context, '$.env.sim_or_real') = 'real', julianday(created_at) FROM memories"
+)
+# The array of each value ``_ROWS`` selects after ``id``, in order: attribute, type, value of no memory.
+_COLUMNS: tuple[tuple[str, type[np.generic], Any], ...] = (
+    ("_collection", np.int32, -1),  # code in ``_collections``
+    ("_active", np.bool_, False),
+    ("_confidence", np.float64, 0.0),
+    ("_session", np.int32, -1),  # code in ``_sessions``
+    ("_real", np.bool_, False),
+    ("_created", np.float64, 0.0),  # julianday(created_at)
 )
 # Conditions on fields that change without a logged write (every recall bumps ``access_count``)
 # are evaluated afresh each time instead of being cached.
@@ -158,6 +168,13 @@ def shared_stemmer() -> Stemmer:
 class RecallMirror:
     """Record columns, cached condition masks and BM25 postings of one database, by memory id."""
 
+    _collection: npt.NDArray[np.int32]
+    _active: BoolArray
+    _confidence: FloatArray
+    _session: npt.NDArray[np.int32]
+    _real: BoolArray
+    _created: FloatArray
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._stemmer = Stemmer()
@@ -177,12 +194,8 @@ class RecallMirror:
     # ---- keeping in step ---------------------------------------------------------------------
 
     def _allocate(self, size: int) -> None:
-        self._active: BoolArray = np.zeros(size, dtype=np.bool_)
-        self._collection = np.full(size, -1, dtype=np.int32)
-        self._confidence: FloatArray = np.zeros(size, dtype=np.float64)
-        self._session = np.full(size, -1, dtype=np.int32)
-        self._real: BoolArray = np.zeros(size, dtype=np.bool_)
-        self._created: FloatArray = np.zeros(size, dtype=np.float64)  # julianday(created_at)
+        for name, kind, empty in _COLUMNS:
+            setattr(self, name, np.full(size, empty, dtype=kind))
 
     @property
     def capacity(self) -> int:
@@ -198,10 +211,8 @@ class RecallMirror:
         def pad(array: npt.NDArray[Any], fill: Any) -> npt.NDArray[Any]:
             return np.concatenate([array, np.full(grown - size, fill, dtype=array.dtype)])
 
-        self._active, self._real = pad(self._active, False), pad(self._real, False)
-        self._collection, self._session = pad(self._collection, -1), pad(self._session, -1)
-        self._confidence = pad(self._confidence, 0.0)
-        self._created = pad(self._created, 0.0)
+        for name, _, empty in _COLUMNS:
+            setattr(self, name, pad(getattr(self, name), empty))
         for key, (sql, params, mask) in self._conditions.items():
             self._conditions[key] = (sql, params, pad(mask, False))
         for values in self._values.values():
@@ -276,10 +287,9 @@ class RecallMirror:
                     yield doc, [index.term_id(term) for t in tokens for term in self._stemmer.terms([t])[t]]
 
     def _apply(self, conn: sqlite3.Connection, changed: Sequence[int]) -> None:
-        for memory_id in changed:
-            if memory_id < self.capacity:
-                self._active[memory_id] = False
-                self._real[memory_id] = False
+        known = [memory_id for memory_id in changed if memory_id < self.capacity]
+        for name, _, empty in _COLUMNS:  # a memory whose row is gone keeps none of its old values
+            getattr(self, name)[known] = empty
         bodies: list[tuple[int, str]] = []
         for marks, keyed in search.id_chunks(changed):
             self._set_rows(conn.execute(f"{_ROWS} WHERE id IN ({marks})", keyed).fetchall())
@@ -539,6 +549,12 @@ class RecallMirror:
             cuts = np.flatnonzero(np.diff(sessions)) + 1
             groups = [[int(m) for m in part] for part in np.split(members, cuts)]
             return sorted(groups, key=min)
+
+    def collection_size(self, collection: str) -> int:
+        """Return how many memories (any status) ``collection`` holds."""
+        with self._lock:
+            code = self._collections.get(collection)
+            return 0 if code is None else int(np.count_nonzero(self._collection == code))
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""

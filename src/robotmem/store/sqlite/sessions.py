@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from robotmem.errors import ConflictError, NotFoundError
-from robotmem.records import Session
+from robotmem.records import Session, SessionCounts
 
 _SELECT = (
     "SELECT s.id, s.collection, s.context, s.status, s.created_at, s.ended_at, o.outcome_score, s.summary "
@@ -63,7 +64,11 @@ def get_active(conn: sqlite3.Connection, session_id: str) -> Session:
 
 
 def end(
-    conn: sqlite3.Connection, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str
+    conn: sqlite3.Connection,
+    session_id: str,
+    outcome_score: float | None,
+    summary: Mapping[str, Any],
+    now: str,
 ) -> None:
     """Mark the session ended and store its outcome and summary."""
     text = json.dumps(summary, ensure_ascii=False)
@@ -84,8 +89,8 @@ def end(
     )
 
 
-def summarize(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
-    """Return ``{"memory_count", "by_type", "by_category"}`` over the session's memories that are not invalidated."""
+def summarize(conn: sqlite3.Connection, session_id: str) -> SessionCounts:
+    """Return the counts of the session's memories that are not invalidated, in all, by type and by category."""
     by_type: dict[str, int] = {}
     by_category: dict[str, int] = {}
     total = 0
@@ -97,7 +102,7 @@ def summarize(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
         total += count
         by_type[memory_type] = by_type.get(memory_type, 0) + count
         by_category[category] = by_category.get(category, 0) + count
-    return {"memory_count": total, "by_type": by_type, "by_category": by_category}
+    return SessionCounts(memory_count=total, by_type=by_type, by_category=by_category)
 
 
 def active_memory_count(conn: sqlite3.Connection, collection: str) -> int:

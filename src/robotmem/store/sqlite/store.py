@@ -21,6 +21,7 @@ from typing import TypeVar
 from robotmem.errors import DatabaseError
 from robotmem.store.protocol import RecallScope, StoreTx
 from robotmem.store.sqlite import maintenance
+from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.store.sqlite.access import AccessRecorder
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates
 from robotmem.store.sqlite.connection import describe_error, is_read_only, open_database, read, write
@@ -61,8 +62,8 @@ class SqliteTx:
         """Recall channels over ``scope``: from the mirror (synced now) or, without one, from SQL."""
         store = self._store
         if store.mirror is None:
-            return SqlCandidates(self.conn, scope, store.vector_index)
-        return MirrorCandidates(self.conn, scope, store.vector_index, store.mirror)
+            return SqlCandidates(self.conn, scope, store.vector_index, store.episode_index)
+        return MirrorCandidates(self.conn, scope, store.vector_index, store.mirror, store.episode_index)
 
 
 class SqliteStore:
@@ -99,6 +100,7 @@ class SqliteStore:
         self._idle_readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self.mirror = RecallMirror() if use_mirror else None
         self._index: MirroredIndex | None = None
+        self._episode_index: MirroredIndex | None = None
         # Guards the vector index; distinct from the write lock so recall does not queue behind writes.
         self._index_lock = threading.RLock()
         self._access = AccessRecorder(path, now, busy_timeout_ms=busy_timeout_ms)
@@ -149,6 +151,14 @@ class SqliteStore:
             if self._index is None or self._index.model_id != model_id or self._index.index.dim != dim:
                 self._index = MirroredIndex(model_id, dim)
             return self._index
+
+    def episode_index(self, model_id: str, dim: int) -> MirroredIndex:
+        """Return this process's index of ``model_id`` episode vectors (sync it inside a transaction)."""
+        with self._index_lock:
+            index = self._episode_index
+            if index is None or index.model_id != model_id or index.index.dim != dim:
+                index = self._episode_index = MirroredIndex(model_id, dim, vector_rows.EPISODE_TABLE)
+            return index
 
     def record_access(self, ids: Iterable[int]) -> None:
         if not self.read_only:  # nothing may be written to a read-only file

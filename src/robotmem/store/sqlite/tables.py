@@ -8,13 +8,28 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from robotmem.consolidation import Candidate
-from robotmem.records import IntegrityReport, Memory, MemoryQuery, NewMemory, Session, SessionRow
-from robotmem.results import CollectionSummary
-from robotmem.store.protocol import EmbeddedText, FloatArray, StoreIdentity, SyncCursor, VectorQuery
+from robotmem.records import (
+    IndexHealth,
+    IntegrityReport,
+    Memory,
+    MemoryQuery,
+    NewMemory,
+    Session,
+    SessionCounts,
+    SessionRow,
+)
+from robotmem.store.protocol import (
+    CollectionRow,
+    EmbeddedText,
+    FloatArray,
+    StoreIdentity,
+    SyncCursor,
+    VectorQuery,
+)
 from robotmem.store.sqlite import (
     browse,
     health,
@@ -27,7 +42,6 @@ from robotmem.store.sqlite import (
     transfer,
 )
 from robotmem.store.sqlite import vectors as vector_rows
-from robotmem.store.sqlite.migrations import SCHEMA_VERSION
 from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text import numbers_query
 
@@ -107,6 +121,9 @@ class Memories:
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         return memories.session_texts(self._conn, session_id, limit)
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        return memories.latest_in_session(self._conn, session_id)
+
 
 class Sessions:
     """``SessionTable`` on SQLite."""
@@ -123,10 +140,10 @@ class Sessions:
     def get_active(self, session_id: str) -> Session:
         return sessions.get_active(self._conn, session_id)
 
-    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
+    def end(self, session_id: str, outcome_score: float | None, summary: Mapping[str, Any], now: str) -> None:
         sessions.end(self._conn, session_id, outcome_score, summary, now)
 
-    def summarize(self, session_id: str) -> dict[str, Any]:
+    def summarize(self, session_id: str) -> SessionCounts:
         return sessions.summarize(self._conn, session_id)
 
     def active_memory_count(self, collection: str) -> int:
@@ -142,6 +159,9 @@ class Vectors:
 
     def put(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
         vector_rows.put(self._conn, memory_id, vector, model_id)
+
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        vector_rows.put_episode(self._conn, memory_id, vector, model_id)
 
     def drop(self, memory_id: int) -> None:
         vector_rows.drop(self._conn, memory_id)
@@ -294,7 +314,7 @@ class Browse:
     def category_counts(self, collection: str | None) -> list[tuple[str, int]]:
         return browse.category_counts(self._conn, collection)
 
-    def collection_rows(self) -> list[CollectionSummary]:
+    def collection_rows(self) -> list[CollectionRow]:
         return browse.collection_rows(self._conn)
 
     def list_sessions(
@@ -338,10 +358,11 @@ class Maintenance:
             maintenance.reindex(self._conn)
             actions["reindexed"] = True
         actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
+        actions["context_values_indexed"] = maintenance.rebuild_context_values(self._conn)
         actions.update(maintenance.repair_vectors(self._conn))
         actions.update(maintenance.repair_references(self._conn, now))
         actions.update(maintenance.repair_values(self._conn, now))
         return actions
 
-    def index_report(self) -> dict[str, Any]:
-        return {"expected_schema_version": SCHEMA_VERSION, **health.index_report(self._conn)}
+    def index_report(self) -> IndexHealth:
+        return health.index_report(self._conn)

@@ -27,13 +27,27 @@ def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: 
     )
 
 
-def drop(conn: sqlite3.Connection, memory_id: int) -> None:
-    """Replace the vector of ``memory_id`` by a tombstone so every index forgets it."""
+EPISODE_TABLE = "memory_episode_vectors"
+
+
+def put_episode(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:
+    """Store the episode vector of ``memory_id`` (its text after its predecessor's, embedded together)."""
     conn.execute(
-        "UPDATE memory_vectors SET embedding = NULL, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_vectors) "
-        "WHERE memory_id = :id AND embedding IS NOT NULL",
-        {"id": memory_id},
+        f"INSERT OR REPLACE INTO {EPISODE_TABLE} (memory_id, seq, model_id, embedding) "
+        f"VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {EPISODE_TABLE}), :model, :blob)",
+        {"id": memory_id, "model": model_id, "blob": encode_vector(vector)},
     )
+
+
+def drop(conn: sqlite3.Connection, memory_id: int) -> None:
+    """Replace the vectors of ``memory_id`` (its own and its episode vector) by tombstones so every index
+    forgets them."""
+    for table in ("memory_vectors", EPISODE_TABLE):
+        conn.execute(
+            f"UPDATE {table} SET embedding = NULL, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM {table}) "
+            "WHERE memory_id = :id AND embedding IS NOT NULL",
+            {"id": memory_id},
+        )
     conn.execute("UPDATE memories SET embedding_model = NULL WHERE id = :id", {"id": memory_id})
 
 
@@ -56,10 +70,12 @@ def record_model(conn: sqlite3.Connection, model_id: str, dim: int) -> None:
 
 
 class MirroredIndex:
-    """A ``VectorIndex`` kept in step with ``memory_vectors`` of one model by incremental sync."""
+    """A ``VectorIndex`` kept in step with ``memory_vectors`` (or ``table``, of the same shape) of one model
+    by incremental sync."""
 
-    def __init__(self, model_id: str, dim: int) -> None:
+    def __init__(self, model_id: str, dim: int, table: str = "memory_vectors") -> None:
         self.model_id = model_id
+        self.table = table
         self.index = VectorIndex(dim)
         self._seen_seq = 0
         self._lock = threading.Lock()
@@ -72,18 +88,17 @@ class MirroredIndex:
                 # First load: rows streamed into one matrix (one row per memory: memory_id is the key).
                 wanted = {"model": self.model_id, "size": 4 * dim}
                 live = "embedding IS NOT NULL AND model_id = :model AND length(embedding) = :size"
-                count = conn.execute(f"SELECT COUNT(*) FROM memory_vectors WHERE {live}", wanted).fetchone()[
-                    0
-                ]
-                last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_vectors").fetchone()[0]
+                table = self.table
+                count = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {live}", wanted).fetchone()[0]
+                last = conn.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {table}").fetchone()[0]
                 self.index.load(
-                    conn.execute(f"SELECT memory_id, embedding FROM memory_vectors WHERE {live}", wanted),
+                    conn.execute(f"SELECT memory_id, embedding FROM {table} WHERE {live}", wanted),
                     int(count),
                 )
                 self._seen_seq = int(last)
                 return
             rows = conn.execute(
-                "SELECT memory_id, seq, model_id, embedding FROM memory_vectors WHERE seq > :seen ORDER BY seq",
+                f"SELECT memory_id, seq, model_id, embedding FROM {self.table} WHERE seq > :seen ORDER BY seq",
                 {"seen": self._seen_seq},
             ).fetchall()
             for memory_id, seq, model_id, blob in rows:
@@ -98,4 +113,4 @@ class MirroredIndex:
         return self.index.vector(memory_id)
 
 
-__all__ = ["MirroredIndex", "decode_vector", "drop", "put", "record_model", "stored_model"]
+__all__ = ["MirroredIndex", "decode_vector", "drop", "put", "put_episode", "record_model", "stored_model"]

@@ -1,0 +1,138 @@
+"""The two candidate sources of recall on SQLite answer alike: ``SqlCandidates`` (the SQL of each channel)
+and ``MirrorCandidates`` (the recall mirror's masks and postings), scope by scope and query by query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.store.sqlite.conftest import query_vector, vector_index
+
+from robotmem import RobotMemory
+from robotmem.filters import parse_filter
+from robotmem.spatial import parse_spatial_sort
+from robotmem.store.protocol import RecallScope
+from robotmem.store.sqlite import search
+from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
+from robotmem.store.sqlite.connection import open_database
+from robotmem.store.sqlite.mirror import RecallMirror
+from robotmem.text import fts_query, query_tokens
+
+QUERIES = ["grip force for the mug", "slipped on a wet surface", "打滑", "tennis ball grasp", "tries 3"]
+FILTERS: list[dict[str, Any] | None] = [
+    None,
+    {"task.success": False},
+    {"robot.id": {"$in": ["franka-01", "ur5-01"]}},
+    {"$or": [{"labels": {"$contains": "soft"}}, {"params.grip_force": {"$lt": 8}}]},
+]
+
+
+@pytest.fixture
+def episodes(filled: RobotMemory) -> Iterator[tuple[RobotMemory, str]]:
+    """``filled`` with two episodes of grasps in ``manipulation``; yields it and the first episode's id."""
+    first = filled.start_session(collection="manipulation")["session_id"]
+    for i in range(5):
+        filled.learn(f"grip_force={4 + i}N grasped the mug on try {i}", session_id=first)
+    filled.end_session(first, outcome_score=0.8)
+    second = filled.start_session(collection="manipulation")["session_id"]
+    for i in range(3):
+        filled.learn(f"the wet mug slipped at grip_force={20 + i}N", session_id=second)
+    filled.end_session(second, outcome_score=0.1)
+    yield filled, first
+
+
+def _scopes(session: str) -> list[RecallScope]:
+    scopes = [RecallScope("manipulation", 0.0, filter=parse_filter(raw)) for raw in FILTERS]
+    return [
+        *scopes,
+        RecallScope("navigation", 0.0, filter=parse_filter(FILTERS[2])),
+        RecallScope("manipulation", 0.6),
+        RecallScope("manipulation", 0.0, session_id=session),
+        RecallScope("manipulation", 0.0, exclude_session=session),
+        RecallScope("nowhere", 0.0),
+    ]
+
+
+def _same_scores(left: list[tuple[int, float]], right: list[tuple[int, float]], **tolerance: float) -> None:
+    """The same ids with the same scores (the order among equal scores may differ)."""
+    assert sorted(m for m, _ in left) == sorted(m for m, _ in right)
+    assert dict(left) == pytest.approx(dict(right), **tolerance)
+
+
+def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
+    episodes: tuple[RobotMemory, str],
+) -> None:
+    memory, session = episodes
+    conn = open_database(memory.path)
+    mirror = RecallMirror()
+    store, _ = vector_index(memory, conn)
+    spatial = parse_spatial_sort({"field": "spatial.object_position", "target": [1.0, 0.5, 0.4]})
+    matched = 0
+    try:
+        for scope in _scopes(session):
+            sql = SqlCandidates(conn, scope, store.vector_index)
+            mirrored = MirrorCandidates(conn, scope, store.vector_index, mirror)
+            everything = sql.in_time_order(newest_first=False, limit=None)
+            assert mirrored.in_time_order(newest_first=False, limit=None) == everything
+            assert mirrored.in_time_order(newest_first=True, limit=7) == everything[::-1][:7]
+            for query in QUERIES:
+                words = query_tokens(query)
+                text = sql.text_scored(words, 1000, 0.0)
+                _same_scores(mirrored.text_scored(words, 1000, 0.0), text, rel=1e-9)
+                tuned = sql.text_scored(words, 1000, 0.3, k1=0.6, b=0.0)
+                _same_scores(mirrored.text_scored(words, 1000, 0.3, k1=0.6, b=0.0), tuned, rel=1e-9)
+                vector = query_vector(memory, query)
+                _same_scores(
+                    mirrored.vectors_scored(vector, 1000), sql.vectors_scored(vector, 1000), abs=1e-6
+                )
+                matched += len(text)
+            assert mirrored.nearest(spatial, 10) == pytest.approx(sql.nearest(spatial, 10))
+            assert mirrored.first(6, set(everything[:3])) == sql.first(6, set(everything[:3]))
+            assert mirrored.real_world(everything) == sql.real_world(everything)
+            assert mirrored.episodes(everything) == sql.episodes(everything)
+            assert mirrored.contexts(everything) == sql.contexts(everything)
+            robot = memory.engine.robot_id
+            assert (
+                mirrored.from_robot(everything, robot) == sql.from_robot(everything, robot) == set(everything)
+            )
+        assert matched > 0
+    finally:
+        mirror.close()
+        conn.close()
+
+
+def test_the_sql_source_ranks_text_as_fts5_does(filled: RobotMemory) -> None:
+    conn = open_database(filled.path)
+    store, _ = vector_index(filled, conn)
+    try:
+        for raw in FILTERS:
+            scope = RecallScope("manipulation", 0.0, filter=parse_filter(raw))
+            where, params = predicate(scope)
+            for query in QUERIES:
+                fts5 = [m for m, _ in search.search_fts(conn, fts_query(query) or "", where, params, 50)]
+                assert (
+                    SqlCandidates(conn, scope, store.vector_index).text(query_tokens(query), 50, 0.0) == fts5
+                )
+    finally:
+        conn.close()
+
+
+def test_a_scope_admits_exactly_the_rows_its_predicate_admits(episodes: tuple[RobotMemory, str]) -> None:
+    memory, session = episodes
+    conn = open_database(memory.path)
+    store, _ = vector_index(memory, conn)
+    mirror = RecallMirror()
+    try:
+        for scope in _scopes(session):
+            where, params = predicate(scope)
+            rows = sorted(
+                int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)
+            )
+            sql = SqlCandidates(conn, scope, store.vector_index)
+            mirrored = MirrorCandidates(conn, scope, store.vector_index, mirror)
+            assert sorted(sql.in_time_order(newest_first=False, limit=None)) == rows
+            assert mirrored.first(len(rows) + 1, set()) == rows
+    finally:
+        mirror.close()
+        conn.close()
