@@ -216,11 +216,11 @@ def context_values(
             filter=parse_filter({"$and": [dict(where), condition]} if where else condition),
         )
 
-        def work(tx: StoreTx, scope: RecallScope = scope) -> dict[int, dict[str, Any]]:
-            source = tx.candidates(scope)
-            return source.contexts(source.in_time_order(newest_first=False, limit=None))
+        def work(tx: StoreTx, scope: RecallScope = scope) -> list[dict[str, Any]]:
+            ids = tx.candidates(scope).in_time_order(newest_first=False, limit=None)
+            return [memory.context for memory in tx.memories.fetch(ids).values()]
 
-        for context in engine.read(work).values():
+        for context in engine.read(work):
             value: Any = context
             for part in path:
                 value = value.get(part) if isinstance(value, dict) else None
