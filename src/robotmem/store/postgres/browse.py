@@ -13,12 +13,13 @@ from typing import Any
 
 import psycopg
 
-from robotmem.records import IntegrityReport, Memory, MemoryQuery, SessionRow
-from robotmem.results import CollectionSummary
+from robotmem.naming import context_values
+from robotmem.records import IndexHealth, IntegrityReport, Memory, MemoryQuery, SessionRow
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.memories import Memories, row_to_session
 from robotmem.store.postgres.schema import SCHEMA_VERSION
 from robotmem.store.postgres.vectors import stored_model
+from robotmem.store.protocol import CollectionRow
 from robotmem.text import index_text
 from robotmem.validation import is_stored_timestamp, read_timestamp
 
@@ -124,7 +125,7 @@ class Browse:
         )
         return [(str(category), int(count)) for category, count in rows]
 
-    def collection_rows(self) -> list[CollectionSummary]:
+    def collection_rows(self) -> list[CollectionRow]:
         rows = self._conn.execute(
             "SELECT name, SUM(total), SUM(active), SUM(sessions), MAX(last_at) FROM ("
             " SELECT collection AS name, COUNT(*) AS total, COUNT(*) FILTER (WHERE status = 'active') AS active, "
@@ -134,14 +135,8 @@ class Browse:
             ") x GROUP BY name ORDER BY name"
         )
         return [
-            {
-                "collection": str(name),
-                "memories": int(total or 0),
-                "active": int(active or 0),
-                "sessions": int(session_count or 0),
-                "last_at": last_at,
-            }
-            for name, total, active, session_count, last_at in rows
+            (str(name), int(total or 0), int(active or 0), int(sessions or 0), last_at)
+            for name, total, active, sessions, last_at in rows
         ]
 
     def _session_rows(self, where: str, params: dict[str, Any], tail: str) -> list[SessionRow]:
@@ -198,10 +193,10 @@ class Browse:
 
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
-            "SELECT DISTINCT j.key FROM memories m, jsonb_each(m.context -> 'spatial') AS j "
+            "SELECT DISTINCT j.key COLLATE \"C\" FROM memories m, jsonb_each(m.context -> 'spatial') AS j "
             "WHERE m.status = 'active' AND jsonb_typeof(m.context -> 'spatial') = 'object' "
             "AND (%(c)s::text IS NULL OR m.collection = %(c)s) AND jsonb_typeof(j.value) = 'array' "
-            'ORDER BY j.key COLLATE "C"',
+            "ORDER BY 1",
             {"c": collection},
         )
         return [f"spatial.{r[0]}" for r in rows]
@@ -240,6 +235,11 @@ _CHECKS: dict[str, tuple[str, str]] = {
     ),
     "vectors_stale": ("m.id", "FROM memories m WHERE m.embedding IS NOT NULL AND m.status != 'active'"),
     "vectors_orphaned": ("m.id", "FROM memories m WHERE FALSE"),  # vectors live in their memory's row
+    # Episode vectors of memories that are no longer active.
+    "episode_vectors_stale": (
+        "e.memory_id",
+        "FROM memory_episode_vectors e JOIN memories m ON m.id = e.memory_id WHERE m.status != 'active'",
+    ),
     "vectors_missing_for_marked": (
         "m.id",
         "FROM memories m WHERE m.embedding_model IS NOT NULL AND m.embedding IS NULL",
@@ -344,6 +344,11 @@ class Maintenance:
             len(bad_sessions),
             bad_sessions[:SAMPLE],
         )
+        stale_values = self._stale_values()
+        counts["context_values_stale"], samples["context_values_stale"] = (
+            len(stale_values),
+            stale_values[:SAMPLE],
+        )
         stale = self._fts_stale()
         samples["fts_stale"] = stale[:SAMPLE]
         rows = {
@@ -374,6 +379,9 @@ class Maintenance:
             "UPDATE memories SET embedding = NULL, embedding_model = NULL "
             "WHERE embedding IS NOT NULL AND status != 'active'"
         ).rowcount
+        stale += conn.execute(
+            "DELETE FROM memory_episode_vectors e USING memories m WHERE m.id = e.memory_id AND m.status != 'active'"
+        ).rowcount
         unmarked = conn.execute(
             "UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL AND embedding IS NULL"
         ).rowcount
@@ -388,9 +396,46 @@ class Maintenance:
         actions.update(
             {"vectors_tombstoned": stale, "vectors_unmarked": unmarked, "vectors_remarked": remarked}
         )
+        actions["context_values_indexed"] = self._rebuild_values()
         actions.update(self._repair_references(now))
         actions.update(self._repair_values(now))
         return actions
+
+    def _expected_values(self) -> dict[int, set[tuple[str, str]]]:
+        expected: dict[int, set[tuple[str, str]]] = {}
+        for memory_id, collection, text in self._conn.execute(
+            "SELECT id, collection, context_text FROM memories"
+        ):
+            try:
+                context = json.loads(text or "{}")
+            except ValueError:
+                context = {}
+            found = context_values(context) if isinstance(context, dict) else frozenset()
+            expected[int(memory_id)] = {(str(collection), v) for v in found}
+        return expected
+
+    def _stale_values(self) -> list[int]:
+        """Memories whose context-value rows differ from what their contexts give."""
+        stored: dict[int, set[tuple[str, str]]] = {}
+        for collection, value, memory_id in self._conn.execute(
+            "SELECT collection, value, memory_id FROM context_values"
+        ):
+            stored.setdefault(int(memory_id), set()).add((str(collection), str(value)))
+        expected = self._expected_values()
+        return sorted(
+            m for m in set(stored) | set(expected) if stored.get(m, set()) != expected.get(m, set())
+        )
+
+    def _rebuild_values(self) -> int:
+        self._conn.execute("DELETE FROM context_values")
+        rows = [(c, v, m) for m, pairs in self._expected_values().items() for c, v in pairs]
+        if rows:
+            self._conn.execute(
+                "INSERT INTO context_values (collection, value, memory_id) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
+                ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]),
+            )
+        return len(rows)
 
     def _repair_references(self, now: str) -> dict[str, int]:
         conn = self._conn
@@ -479,36 +524,29 @@ class Maintenance:
         ).rowcount
         return {"times_normalised": normalised, "times_replaced": replaced, "confidences_clamped": clamped}
 
-    def index_report(self) -> dict[str, Any]:
-        active = self._one("SELECT COUNT(*) FROM memories WHERE status = 'active'")
-        fts_rows = self._one("SELECT COUNT(*) FROM memory_terms")
-        missing = self._one(
-            "SELECT COUNT(*) FROM memories m WHERE m.status = 'active' "
-            "AND NOT EXISTS (SELECT 1 FROM memory_terms t WHERE t.memory_id = m.id)"
-        )
+    def index_report(self) -> IndexHealth:
         version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        return {
-            "expected_schema_version": SCHEMA_VERSION,
-            "schema_version": int(version[0]) if version else 0,
-            "journal_mode": "postgresql",
-            "memories": {"total": self._one("SELECT COUNT(*) FROM memories"), "active": active},
-            "sessions": self._one("SELECT COUNT(*) FROM sessions"),
-            "fts": {
-                "rows": fts_rows,
-                "missing_active": missing,
-                "in_sync": missing == 0 and fts_rows == active,
-            },
-            "vectors": {
-                "stored": self._one("SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL"),
-                "active_without_vector": self._one(
-                    "SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL AND status = 'active'"
-                ),
-                "stale": self._one(
-                    "SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND status != 'active'"
-                ),
-                "stored_model": stored_model(self._conn),
-            },
-        }
+        return IndexHealth(
+            expected_schema_version=SCHEMA_VERSION,
+            schema_version=int(version[0]) if version else 0,
+            journal_mode="postgresql",
+            memories=self._one("SELECT COUNT(*) FROM memories"),
+            active=self._one("SELECT COUNT(*) FROM memories WHERE status = 'active'"),
+            sessions=self._one("SELECT COUNT(*) FROM sessions"),
+            fts_rows=self._one("SELECT COUNT(*) FROM memory_terms"),
+            fts_missing_active=self._one(
+                "SELECT COUNT(*) FROM memories m WHERE m.status = 'active' "
+                "AND NOT EXISTS (SELECT 1 FROM memory_terms t WHERE t.memory_id = m.id)"
+            ),
+            vectors_stored=self._one("SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL"),
+            active_without_vector=self._one(
+                "SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL AND status = 'active'"
+            ),
+            vectors_stale=self._one(
+                "SELECT COUNT(*) FROM memories WHERE embedding IS NOT NULL AND status != 'active'"
+            ),
+            stored_model=stored_model(self._conn),
+        )
 
 
 def _stored_time(value: Any) -> str | None:

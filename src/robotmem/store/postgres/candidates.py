@@ -22,8 +22,8 @@ from robotmem import lexical
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
-from robotmem.store.postgres.vectors import search_vectors
-from robotmem.store.protocol import RecallScope, VectorQuery
+from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
+from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
 from robotmem.text import query_tokens, word_set
 
 
@@ -242,17 +242,36 @@ class PgCandidates:
             members.setdefault(str(session), []).append(int(memory_id))
         return sorted(members.values(), key=min)
 
-    def contexts(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-        found: dict[int, dict[str, Any]] = {}
-        for memory_id, raw in self._conn.execute(
-            "SELECT id, context_text FROM memories WHERE id = ANY(%s)", (list(ids),)
-        ):
-            try:
-                value = json.loads(raw) if raw else {}
-            except (TypeError, ValueError):
-                value = {}
-            found[int(memory_id)] = value if isinstance(value, dict) else {}
-        return found
+    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
+        return search_episode_vectors(self._conn, query, self.where, self.params, depth)
+
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        if not candidates:
+            return NamedValues()
+        counts = {
+            str(value): int(count)
+            for value, count in self._conn.execute(
+                "SELECT value, count(*) FROM context_values WHERE collection = %s AND value = ANY(%s) "
+                "GROUP BY value",
+                (self._collection, sorted(candidates)),
+            )
+        }
+        if not counts:
+            return NamedValues()
+        row = self._conn.execute(
+            "SELECT count(*) FROM memories WHERE collection = %s", (self._collection,)
+        ).fetchone()
+        total = int(row[0]) if row else 0
+        kept = {value: count for value, count in counts.items() if count <= max_share * total}
+        carried: dict[int, set[str]] = {}
+        if kept:
+            for memory_id, value in self._conn.execute(
+                "SELECT v.memory_id, v.value FROM context_values v JOIN memories m ON m.id = v.memory_id "
+                f"WHERE v.collection = %(cv_collection)s AND v.value = ANY(%(cv_values)s) AND {self.where}",
+                {**self.params, "cv_collection": self._collection, "cv_values": sorted(kept)},
+            ):
+                carried.setdefault(int(memory_id), set()).add(str(value))
+        return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
         if n <= 0:

@@ -11,7 +11,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -19,7 +19,8 @@ import psycopg
 from robotmem import strict_json
 from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
-from robotmem.records import Memory, NewMemory, Session
+from robotmem.naming import context_values
+from robotmem.records import Memory, NewMemory, Session, SessionCounts
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.vectors import as_vector
 from robotmem.store.protocol import FloatArray
@@ -167,6 +168,7 @@ class Memories:
                 ([p[0] for p in payloads], [p[1] for p in payloads], [p[2] for p in payloads]),
             )
         text_index.insert(conn, ids, [n.collection for n in news], entries)
+        write_values(conn, [(m, n.collection, n.context) for m, n in zip(ids, news, strict=True)])
         return ids
 
     def set_tags(self, memory_id: int, tags: Sequence[str], source: str = "auto") -> None:
@@ -299,6 +301,9 @@ class Memories:
         )
         text_index.replace(self._conn, memory_id, index_body)
         self.set_tags(memory_id, tags)
+        row = self._conn.execute("SELECT collection FROM memories WHERE id = %s", (memory_id,)).fetchone()
+        if row is not None:
+            write_values(self._conn, [(memory_id, str(row[0]), context)], replace=True)
 
     def invalidate(self, memory_id: int, reason: str, now: str) -> None:
         self._conn.execute(
@@ -354,12 +359,39 @@ class Memories:
         )
         return [Candidate(int(r[0]), r[1], r[2], int(r[3]), r[4], r[5]) for r in rows]
 
+    def latest_in_session(self, session_id: str) -> str | None:
+        row = self._conn.execute(
+            "SELECT content FROM memories WHERE session_id = %s AND status = 'active' "
+            "ORDER BY created_at DESC, id DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
     def session_texts(self, session_id: str, limit: int) -> list[str]:
         rows = self._conn.execute(
             "SELECT content FROM memories WHERE session_id = %s AND status = 'active' ORDER BY id LIMIT %s",
             (session_id, limit),
         )
         return [str(r[0]) for r in rows]
+
+
+def write_values(
+    conn: psycopg.Connection, memories: Sequence[tuple[int, str, Mapping[str, Any]]], *, replace: bool = False
+) -> None:
+    """Index the context values (``naming.context_values``) of ``(id, collection, context)`` memories.
+
+    The SQLite engine keeps this index with triggers; here every write of a context goes through the
+    store's own statements, which call this (the rule stays one piece of Python for both engines).
+    """
+    if replace:
+        conn.execute("DELETE FROM context_values WHERE memory_id = ANY(%s)", ([m for m, _, _ in memories],))
+    rows = [(c, v, m) for m, c, context in memories for v in context_values(context)]
+    if rows:
+        conn.execute(
+            "INSERT INTO context_values (collection, value, memory_id) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
+            ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]),
+        )
 
 
 def record_access(conn: psycopg.Connection, counts: dict[int, int], now: str) -> None:
@@ -418,8 +450,8 @@ class Sessions:
             )
         return session
 
-    def end(self, session_id: str, outcome_score: float | None, summary: dict[str, Any], now: str) -> None:
-        text = json.dumps(summary, ensure_ascii=False)
+    def end(self, session_id: str, outcome_score: float | None, summary: Mapping[str, Any], now: str) -> None:
+        text = json.dumps(dict(summary), ensure_ascii=False)
         self._conn.execute(
             "UPDATE sessions SET status = 'ended', ended_at = %s, summary = %s WHERE id = %s",
             (now, text, session_id),
@@ -438,7 +470,7 @@ class Sessions:
             },
         )
 
-    def summarize(self, session_id: str) -> dict[str, Any]:
+    def summarize(self, session_id: str) -> SessionCounts:
         by_type: dict[str, int] = {}
         by_category: dict[str, int] = {}
         total = 0
@@ -447,10 +479,10 @@ class Sessions:
             "GROUP BY type, category ORDER BY type, category",
             (session_id,),
         ):
-            total += count
+            total += int(count)
             by_type[memory_type] = by_type.get(memory_type, 0) + int(count)
             by_category[category] = by_category.get(category, 0) + int(count)
-        return {"memory_count": total, "by_type": by_type, "by_category": by_category}
+        return SessionCounts(memory_count=total, by_type=by_type, by_category=by_category)
 
     def active_memory_count(self, collection: str) -> int:
         row = self._conn.execute(

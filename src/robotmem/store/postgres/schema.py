@@ -86,6 +86,23 @@ CREATE TABLE memory_terms (
 );
 CREATE INDEX idx_memory_terms ON memory_terms USING gin (terms);
 
+-- The context values a query may name (``naming.context_values``), by collection: how many memories
+-- of a collection carry a value is a count over one range of the primary key.
+CREATE TABLE context_values (
+    collection text NOT NULL,
+    value      text NOT NULL,
+    memory_id  bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    PRIMARY KEY (collection, value, memory_id)
+);
+CREATE INDEX idx_context_values_memory ON context_values(memory_id);
+
+-- A memory's episode vector (its text after its predecessor's, embedded together), when enabled.
+CREATE TABLE memory_episode_vectors (
+    memory_id bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    model_id  text NOT NULL,
+    embedding vector NOT NULL
+);
+
 CREATE TABLE fts_terms (
     term text PRIMARY KEY,
     docs bigint NOT NULL

@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 
 from robotmem.store.postgres import text_index
-from robotmem.store.postgres.memories import filterable
+from robotmem.store.postgres.memories import filterable, write_values
 from robotmem.store.postgres.vectors import stored_model
 from robotmem.store.protocol import StoreIdentity, SyncCursor
 
@@ -148,6 +148,16 @@ def _assignments(values: dict[str, Any]) -> tuple[list[str], list[str], list[Any
     return names, marks, params
 
 
+def _index_values(conn: psycopg.Connection, memory_id: int) -> None:
+    """Index the context values of a memory just written from a record."""
+    row = conn.execute("SELECT collection, context_text FROM memories WHERE id = %s", (memory_id,)).fetchone()
+    if row is not None:
+        context = json.loads(row[1] or "{}")
+        write_values(
+            conn, [(memory_id, str(row[0]), context if isinstance(context, dict) else {})], replace=True
+        )
+
+
 class Transfer:
     """``TransferRows`` on PostgreSQL."""
 
@@ -213,6 +223,7 @@ class Transfer:
             f"INSERT INTO memories ({', '.join(names)}) VALUES ({', '.join(marks)}) RETURNING id", params
         ).fetchone()
         memory_id = int(row[0]) if row else 0
+        _index_values(self._conn, memory_id)
         if "id" in values:  # ids are never reused: the sequence moves past a kept one
             self._conn.execute(
                 "SELECT setval(pg_get_serial_sequence('memories', 'id'), "
@@ -227,6 +238,7 @@ class Transfer:
             names, marks, params = _assignments(values)
             assignments = ", ".join(f"{name} = {mark}" for name, mark in zip(names, marks, strict=True))
             self._conn.execute(f"UPDATE memories SET {assignments} WHERE id = %s", [*params, memory_id])
+            _index_values(self._conn, memory_id)
         self._conn.execute(
             "UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE id = %s", (memory_id,)
         )

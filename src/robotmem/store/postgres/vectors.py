@@ -134,6 +134,21 @@ def search_vectors(
     return _ranked(rows)
 
 
+def search_episode_vectors(
+    conn: psycopg.Connection, query: VectorQuery, where: str, params: dict[str, Any], depth: int
+) -> list[tuple[int, float]]:
+    """``search_vectors`` over the episode vectors (an optional channel, searched exactly)."""
+    if depth <= 0:
+        return []
+    rows = conn.execute(
+        "SELECT m.id, e.embedding <=> %(v_query)s AS d FROM memory_episode_vectors e "
+        "JOIN memories m ON m.id = e.memory_id WHERE e.model_id = %(v_model)s "
+        f"AND vector_dims(e.embedding) = {int(query.dim)} AND {where} ORDER BY d, m.id LIMIT %(v_depth)s",
+        {**params, "v_query": as_vector(query.vector), "v_model": query.model_id, "v_depth": depth},
+    ).fetchall()
+    return _ranked(rows)
+
+
 def _ranked(rows: Sequence[tuple[Any, Any]]) -> list[tuple[int, float]]:
     scored = [(int(m), 1.0 - float(d)) for m, d in rows if d is not None]
     scored.sort(key=lambda item: (-item[1], item[0]))
@@ -152,10 +167,18 @@ class Vectors:
             (as_vector(vector), model_id, memory_id),
         )
 
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        self._conn.execute(
+            "INSERT INTO memory_episode_vectors (memory_id, model_id, embedding) VALUES (%s, %s, %s) "
+            "ON CONFLICT (memory_id) DO UPDATE SET model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding",
+            (memory_id, model_id, as_vector(vector)),
+        )
+
     def drop(self, memory_id: int) -> None:
         self._conn.execute(
             "UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE id = %s", (memory_id,)
         )
+        self._conn.execute("DELETE FROM memory_episode_vectors WHERE memory_id = %s", (memory_id,))
 
     def stored_model(self) -> tuple[str, int] | None:
         return stored_model(self._conn)
@@ -253,6 +276,7 @@ class Jobs:
             "UPDATE memories SET embedding = NULL, embedding_model = NULL "
             "WHERE embedding IS NOT NULL OR embedding_model IS NOT NULL"
         )
+        conn.execute("DELETE FROM memory_episode_vectors WHERE model_id != %s", (model_id,))
         stored = conn.execute(
             "UPDATE memories m SET embedding = r.embedding, embedding_model = r.model_id FROM reindex_vectors r "
             "WHERE r.memory_id = m.id AND m.status = 'active' AND r.content = m.content AND r.model_id = %s",
