@@ -404,6 +404,7 @@ class RepairActions(TypedDict):
     times_normalised: int
     times_replaced: int
     confidences_clamped: int
+    context_values_indexed: int
 
 
 class RepairResult(TypedDict):

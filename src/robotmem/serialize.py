@@ -499,6 +499,7 @@ def repair_actions(actions: Mapping[str, Any]) -> RepairActions:
         "times_normalised": int(actions["times_normalised"]),
         "times_replaced": int(actions["times_replaced"]),
         "confidences_clamped": int(actions["confidences_clamped"]),
+        "context_values_indexed": int(actions["context_values_indexed"]),
     }
 
 

@@ -91,7 +91,8 @@ def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
             assert mirrored.first(6, set(everything[:3])) == sql.first(6, set(everything[:3]))
             assert mirrored.real_world(everything) == sql.real_world(everything)
             assert mirrored.episodes(everything) == sql.episodes(everything)
-            assert mirrored.contexts(everything) == sql.contexts(everything)
+            named = {"franka-02", "mug", "kitchen", "nothing-named"}
+            assert mirrored.named_values(named, 1.0) == sql.named_values(named, 1.0)
             robot = memory.engine.robot_id
             assert (
                 mirrored.from_robot(everything, robot) == sql.from_robot(everything, robot) == set(everything)

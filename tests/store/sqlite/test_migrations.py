@@ -81,6 +81,10 @@ def _old_file(path: Path, version: int) -> None:
             }
             if "uid" in columns:
                 values["uid"] = f"{number:032x}"
+            if "robot_id" in columns:  # schema 4 on: every write names the file's robot
+                values["robot_id"] = conn.execute("SELECT value FROM meta WHERE key = 'robot_id'").fetchone()[
+                    0
+                ]
             names = ", ".join(values)
             conn.execute(
                 f"INSERT INTO memories ({names}) VALUES ({', '.join(':' + n for n in values)})", values
