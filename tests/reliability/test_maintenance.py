@@ -244,3 +244,65 @@ def test_an_odd_stored_row_does_not_stop_decay_and_check_reports_it(
     assert times[5] == "2020-01-01T00:00:00.000000+00:00" and times[7].endswith("+00:00")
     assert filled.integrity_report()["ok"]
     assert filled.end_session(filled.start_session()["session_id"])["status"] == "ended"
+
+
+def test_values_of_a_wrong_kind_are_reported_refused_by_export_and_repaired(
+    filled: RobotMemory, tmp_path: Path
+) -> None:
+    """Another program wrote BLOBs, text that is not JSON, a context that is not an object, ..."""
+    db = ["--db", str(filled.path), "--embed-backend", "hash"]
+    out = tmp_path / "out.jsonl"
+    cli = [sys.executable, "-m", "robotmem"]
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET created_at = x'00ff' WHERE id = 10")
+    exported = subprocess.run([*cli, "export", str(out), *db], capture_output=True, text=True, timeout=120)
+    assert exported.returncode != 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert "\nError: memory 10: column created_at holds a BLOB of 2 bytes where text" in exported.stderr
+    assert not out.exists()
+    for sql in (
+        "UPDATE memories SET context = x'7b7d' WHERE id = 11",
+        "UPDATE memories SET context = '[1]' WHERE id = 12",
+        "UPDATE memories SET context = 'grip was fine' WHERE id = 13",
+        "UPDATE memories SET scope_files = '[1, \"a.py\"]' WHERE id = 14",
+        "UPDATE memories SET merged_ids = '[\"x\"]' WHERE id = 15",
+        "UPDATE memories SET access_count = 'many' WHERE id = 16",
+        "UPDATE memories SET content = CAST(content AS BLOB) WHERE id = 17",
+        "UPDATE memory_tags SET source = x'6175746f' WHERE rowid = (SELECT MIN(rowid) FROM memory_tags WHERE memory_id = 18)",
+        "UPDATE perception_payloads SET data = '{bad'",
+        "UPDATE sessions SET context = 'oops'",
+        "UPDATE session_outcomes SET summary = x'7b7d'",
+        # Superseded with no successor, by itself, by a memory that is gone: hidden, nothing in their place.
+        "UPDATE memories SET status = 'superseded', superseded_by = NULL WHERE id = 20",
+        "UPDATE memories SET status = 'superseded', superseded_by = 21 WHERE id = 21",
+        "UPDATE memories SET status = 'superseded', superseded_by = 99999 WHERE id = 22",
+    ):
+        conn.execute(sql)
+    conn.close()
+    exported = subprocess.run([*cli, "export", str(out), *db], capture_output=True, text=True, timeout=120)
+    assert exported.returncode != 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert "column context holds text that is not JSON where a JSON object belongs" in exported.stderr
+    with pytest.raises(ValidationError, match=r"^session .*: column context holds text that is not JSON"):
+        filled.export_memories(out, collection="default")
+    report = filled.integrity_report()
+    assert report["examples"]["times_invalid"] == [10]  # its own check, as before
+    assert report["examples"]["columns_invalid"] == [11, 12, 13, 14, 15, 16, 17, 18, 31]
+    assert report["problems"]["session_columns_invalid"] == 1
+    assert report["examples"]["superseded_without_successor"] == [20, 21, 22]
+    checked = subprocess.run([*cli, "check", *db], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1 and json.loads(checked.stdout)["problems"]["columns_invalid"] == 9
+
+    repaired = filled.repair()
+    assert repaired["ok"], repaired["after"]
+    assert (
+        repaired["repaired"]["columns_rewritten"] == 11 and repaired["repaired"]["superseded_restored"] == 3
+    )
+    contexts = {m: filled.get_memory(m)["context"] for m in (11, 12, 13)}
+    assert contexts == {11: {}, 12: {"value": [1]}, 13: {"unreadable": "grip was fine"}}
+    assert filled.get_memory(14)["scope_files"] == ["a.py"]
+    assert filled.get_memory(17)["content"] == "trial 16: grip_force=16N on the oak shelf worked"
+    found = {m["id"] for m in filled.recall("grip_force oak shelf", n=40)["memories"]}
+    assert {17, 20, 21, 22} <= found  # restored lessons are recalled again
+    filled.export_memories(out)
+    with _open(tmp_path / "copy.db") as copy:
+        assert copy.import_memories(out)["memories"]["created"] == 31
+        assert copy.integrity_report()["ok"]

@@ -199,6 +199,9 @@ class Transfer:
     def count_memories(self, collection: str | None) -> int:
         return transfer.count_memories(self._conn, collection)
 
+    def count_sessions(self, collection: str | None) -> int:
+        return transfer.count_sessions(self._conn, collection)
+
     def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]:
         return transfer.iter_sessions(self._conn, collection)
 
@@ -327,10 +330,12 @@ class Maintenance:
         if report.integrity != ("ok",):
             maintenance.reindex(self._conn)
             actions["reindexed"] = True
-        actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
-        actions.update(maintenance.repair_vectors(self._conn))
+        # Values first (a restored memory needs its text indexed), then the derived indexes.
+        actions.update(maintenance.repair_columns(self._conn))
         actions.update(maintenance.repair_references(self._conn, now))
         actions.update(maintenance.repair_values(self._conn, now))
+        actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
+        actions.update(maintenance.repair_vectors(self._conn))
         return actions
 
     def index_report(self) -> dict[str, Any]:
