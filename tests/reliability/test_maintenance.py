@@ -306,3 +306,22 @@ def test_values_of_a_wrong_kind_are_reported_refused_by_export_and_repaired(
     with _open(tmp_path / "copy.db") as copy:
         assert copy.import_memories(out)["memories"]["created"] == 31
         assert copy.integrity_report()["ok"]
+
+
+def test_a_superseded_memory_without_its_successor_is_not_exported_until_repaired(
+    filled: RobotMemory, tmp_path: Path
+) -> None:
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET status = 'superseded', superseded_by = 99999 WHERE id = 20")
+    conn.close()
+    assert filled.integrity_report()["examples"]["superseded_without_successor"] == [20]
+    with pytest.raises(
+        ValidationError, match=r"^memory 20: superseded, but its successor \(99999\) is missing"
+    ):
+        filled.export_memories(tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+    assert filled.repair()["repaired"]["superseded_restored"] == 1
+    assert filled.get_memory(20)["status"] == "active"
+    filled.export_memories(tmp_path / "out.jsonl")
+    with _open(tmp_path / "copy.db") as copy:
+        assert copy.import_memories(tmp_path / "out.jsonl")["memories"]["created"] == 31

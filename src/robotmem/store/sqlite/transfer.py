@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from robotmem.errors import ValidationError
 from robotmem.store.sqlite import fts, vectors
 from robotmem.store.sqlite.columns import (
     MEMORY_COLUMNS,
@@ -170,9 +171,16 @@ def complete_records(
     for record in records:
         memory_id = int(record["id"])
         superseded_by = record.get("superseded_by")
+        successor = None if superseded_by is None else uids.get(int(superseded_by))
+        if record.get("status") == "superseded" and (successor is None or superseded_by == memory_id):
+            # Import refuses it (the lesson would be hidden with nothing in its place): say so here.
+            raise ValidationError(
+                f"memory {memory_id}: superseded, but its successor ({superseded_by}) is missing; "
+                "`robotmem check` lists such memories and `robotmem repair` makes them active again"
+            )
         yield {
             "memory": record,
-            "superseded_by_uid": None if superseded_by is None else uids.get(int(superseded_by)),
+            "superseded_by_uid": successor,
             "merged_uids": [uids[i] for i in record.get("merged_ids") or [] if i in uids],
             "tags": tags.get(memory_id, []),
             "perception": perception.get(memory_id),
