@@ -120,11 +120,14 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def _json_of(value: Any) -> Any:
     """Parse stored JSON text as SQLite's ``json_valid`` reads it (no NaN or Infinity)."""
     if not isinstance(value, str):
         raise ValueError
-    return json.loads(value, parse_constant=_refuse_constant)
+    return _DECODER.decode(value)
 
 
 def _element_kind(base: str) -> type | None:
@@ -181,6 +184,13 @@ def read_row(what: str, names: Sequence[str], row: Sequence[Any], kinds: Mapping
     record: dict[str, Any] = {}
     for name, value in zip(names, row, strict=True):
         kind = kinds.get(name)
+        # The common case first, without a call: a value of the plain type its column holds.
+        if (kind == "text" or kind == "text?") and type(value) is str:
+            record[name] = value
+            continue
+        if value is None and kind is not None and kind.endswith("?"):
+            record[name] = None
+            continue
         if kind is None:
             record[name], wrong = value, ("a BLOB" if isinstance(value, bytes) else None)
         else:
