@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -325,3 +326,41 @@ def test_a_superseded_memory_without_its_successor_is_not_exported_until_repaire
     filled.export_memories(tmp_path / "out.jsonl")
     with _open(tmp_path / "copy.db") as copy:
         assert copy.import_memories(tmp_path / "out.jsonl")["memories"]["created"] == 31
+
+
+def test_reads_tolerate_a_value_of_the_wrong_kind_and_name_text_that_is_not_json(
+    filled: RobotMemory, tmp_path: Path
+) -> None:
+    """A recall or a detail view never fails with a traceback on a row another program wrote."""
+    conn = _raw(filled)
+    for sql in (
+        "UPDATE memories SET created_at = x'00ff' WHERE id = 10",
+        "UPDATE memories SET content = CAST(content AS BLOB) WHERE id = 11",
+        "UPDATE memories SET confidence = 'high', access_count = 'many' WHERE id = 12",
+        "UPDATE memories SET context = '[1]', merged_ids = '[\"x\"]' WHERE id = 13",
+        "UPDATE memory_tags SET tag = x'6f616b' WHERE rowid = (SELECT MIN(rowid) FROM memory_tags WHERE memory_id = 14)",
+    ):
+        conn.execute(sql)
+    conn.close()
+    cli = [sys.executable, "-m", "robotmem"]
+    db = ["--db", str(filled.path), "--embed-backend", "hash"]
+    for mirror in ("true", "false"):
+        env = {**os.environ, "ROBOTMEM_RECALL_MIRROR": mirror, "ROBOTMEM_HOME": str(tmp_path)}
+        found = subprocess.run(
+            [*cli, "recall", "grip_force oak shelf", "-n", "40", *db], capture_output=True, text=True, env=env
+        )
+        assert found.returncode == 0, found.stderr
+        by_id = {m["id"]: m for m in json.loads(found.stdout)["memories"]}
+        assert {10, 11, 12, 13} <= set(by_id), mirror
+        assert by_id[11]["content"] == "trial 10: grip_force=10N on the oak shelf worked"
+        assert by_id[13]["context"] == {"value": [1]}
+    assert filled.get_memory(14)["tags"][0] == "oak"
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET context = 'grip was fine' WHERE id = 15")
+    conn.close()
+    failed = subprocess.run([*cli, "recall", "grip", *db], capture_output=True, text=True)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert failed.stderr.startswith("Error: ") and "`robotmem check` lists such rows" in failed.stderr
+    assert filled.repair()["ok"]
+    assert filled.get_memory(15)["context"] == {"unreadable": "grip was fine"}
+    assert 15 in {m["id"] for m in filled.recall("grip_force oak shelf", n=40)["memories"]}
