@@ -174,6 +174,28 @@ def problem(value: Any, kind: str) -> str | None:
     return read(value, kind)[1]
 
 
+# The types a column of each kind holds in the common case, checked without a call (``read_row``).
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {"text": (str,), "integer": (int,), "number": (int, float)}
+_PLANS: dict[tuple[int, tuple[str, ...]], list[tuple[str, str | None, tuple[type, ...], bool]]] = {}
+
+
+def _plan(
+    names: Sequence[str], kinds: Mapping[str, str]
+) -> list[tuple[str, str | None, tuple[type, ...], bool]]:
+    """Return, per column, ``(name, kind, plain types, NULL allowed)``; cached per table layout."""
+    key = (id(kinds), tuple(names))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = []
+        for name in names:
+            kind = kinds.get(name)
+            base = None if kind is None else kind.rstrip("?")
+            plain = _PLAIN_TYPES.get(base or "", ())
+            plan.append((name, kind, plain, kind is not None and kind.endswith("?")))
+        _PLANS[key] = plan
+    return plan
+
+
 def read_row(what: str, names: Sequence[str], row: Sequence[Any], kinds: Mapping[str, str]) -> dict[str, Any]:
     """Return the row as ``{column: value}`` with JSON columns parsed.
 
@@ -182,14 +204,10 @@ def read_row(what: str, names: Sequence[str], row: Sequence[Any], kinds: Mapping
     hold, and is returned as stored.
     """
     record: dict[str, Any] = {}
-    for name, value in zip(names, row, strict=True):
-        kind = kinds.get(name)
+    for (name, kind, plain, nullable), value in zip(_plan(names, kinds), row, strict=True):
         # The common case first, without a call: a value of the plain type its column holds.
-        if (kind == "text" or kind == "text?") and type(value) is str:
+        if type(value) in plain or (value is None and nullable):
             record[name] = value
-            continue
-        if value is None and kind is not None and kind.endswith("?"):
-            record[name] = None
             continue
         if kind is None:
             record[name], wrong = value, ("a BLOB" if isinstance(value, bytes) else None)

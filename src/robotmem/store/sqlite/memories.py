@@ -66,21 +66,29 @@ def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
     )
 
 
-# The kind of each column of ``COLUMNS``, in order (``columns.MEMORY_COLUMNS``).
+# The kind of each column of ``COLUMNS``, in order (``columns.MEMORY_COLUMNS``), and the Python types
+# each may have when well formed (JSON columns are text here; ``_context`` reads the object).
 _ROW_KINDS = tuple(columns.MEMORY_COLUMNS[name.strip().removeprefix("m.")] for name in COLUMNS.split(","))
-_TEXT_AT = tuple(i for i, kind in enumerate(_ROW_KINDS) if kind == "text")
-_NUMBER_AT = tuple(i for i, kind in enumerate(_ROW_KINDS) if kind in ("integer", "number"))
-_JSON_AT = tuple(i for i, kind in enumerate(_ROW_KINDS) if kind in ("object", "strings", "ids"))
+_ROW_TYPES = tuple(
+    ({"integer": (int,), "number": (int, float)}.get(kind.rstrip("?"), (str,)))
+    + ((type(None),) if kind.endswith("?") else ())
+    for kind in _ROW_KINDS
+)
+_SIGNATURES: dict[tuple[type, ...], bool] = {}
 
 
 def _well_typed(row: Sequence[Any]) -> bool:
-    """The quick test every row passes unless another program wrote it: types only, no JSON parsing."""
-    return (
-        all(isinstance(row[i], str) for i in _TEXT_AT)
-        and all(isinstance(row[i], (int, float)) for i in _NUMBER_AT)
-        and all(isinstance(row[i], str) or row[i] is None for i in _JSON_AT)
-        and not any(isinstance(value, bytes) for value in row)
-    )
+    """The quick test every row passes unless another program wrote it: the types of its values only.
+
+    A row's tuple of value types is looked up in a small cache, so the test costs one ``map``.
+    """
+    signature = tuple(map(type, row))
+    known = _SIGNATURES.get(signature)
+    if known is None:
+        known = all(t in allowed for t, allowed in zip(signature, _ROW_TYPES, strict=True))
+        if len(_SIGNATURES) < 4096:
+            _SIGNATURES[signature] = known
+    return known
 
 
 def _as_kind(value: Any, kind: str) -> Any:

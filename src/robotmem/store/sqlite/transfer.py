@@ -144,7 +144,8 @@ def complete_records(
     for memory_id, tag, source in conn.execute(
         f"SELECT memory_id, tag, source FROM memory_tags WHERE memory_id IN ({marks}) ORDER BY rowid", ids
     ):
-        read_row(f"tag of memory {memory_id}", ("tag", "source"), (tag, source), TAG_COLUMNS)
+        if type(tag) is not str or type(source) is not str:
+            read_row(f"tag of memory {memory_id}", ("tag", "source"), (tag, source), TAG_COLUMNS)
         tags.setdefault(memory_id, []).append({"tag": tag, "source": source})
     perception: dict[int, dict[str, Any]] = {}
     for memory_id, data, metadata in conn.execute(
