@@ -2,13 +2,13 @@
 
 Run from the repository root:
 
-    python benchmarks/dedup_eval.py [--baseline DIR] [--embed-backend auto] [--json results.json]
+    python benchmarks/dedup_eval.py [--baseline DIR] [--embed-backend auto] [--cost-rounds N] [--json results.json]
 
 ``benchmarks/data/dedup_pairs.jsonl`` holds pairs of lessons labelled ``duplicate`` (exact repeats, case,
 punctuation and filler-word variants) or ``distinct`` (a lesson and its opposite: negation, negating prefix,
-antonym, on/off state, swapped order; and two look-alike actions such as load/unload), in English and Chinese,
-in two splits: ``dev`` (the pairs the polarity word lists were written with) and ``heldout`` (written after
-them, not used to tune anything).
+antonym, on/off state, swapped order; another object, action or modal), in English and Chinese, in two
+splits: ``dev`` (the pairs the first word lists were written with) and ``heldout`` (written after them, not
+used to tune anything).
 
 learn: for each pair, ``learn(first)`` then ``learn(second)`` in a collection of its own, in one database with
 the chosen embedder (the bundled model by default, so the cosine check takes part); the pair is called a
@@ -19,7 +19,9 @@ duplicate when one of them would be superseded by the other.
 
 Precision = pairs called duplicate that are labelled duplicate / pairs called duplicate; recall = labelled
 duplicates called duplicate / labelled duplicates. The cost of the decision itself (``dedup.same_experience``
-per pair, median of 30 passes over all pairs, polarity's cache cleared before each) is printed too. ``--baseline DIR`` runs the same script against another
+per pair, median wall and CPU time of 30 passes over all pairs, every cache the dedup module holds cleared
+before each) is printed too; ``--cost-rounds N`` times it again in N runs of each checkout taken in turn,
+so a change of load on the machine hits both sides. ``--baseline DIR`` runs the same script against another
 checkout's ``src`` (``git worktree add /tmp/base main``) in a subprocess and prints both side by side.
 """
 
@@ -38,7 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "dedup_pairs.jsonl"
-# "dev": the pairs the word lists were written with; "heldout": pairs written afterwards and left untuned.
+# "dev": the pairs the first word lists were written with; "heldout": pairs written afterwards and left untuned.
 SCOPES = ("all", "en", "zh", "dev", "heldout")
 UNRELATED = "The battery of robot 3 lasts four hours on the warehouse floor"
 
@@ -116,28 +118,32 @@ def scores(pairs: list[dict[str, str]], called: dict[str, bool]) -> dict[str, An
     return out
 
 
-def decision_cost_us(pairs: list[dict[str, str]], repeat: int = 30) -> float:
-    """Return the median time of ``dedup.same_experience`` per pair in µs, nothing cached between repeats."""
+def decision_cost_us(pairs: list[dict[str, str]], repeat: int = 30) -> tuple[float, float]:
+    """Return the median wall and CPU time of ``dedup.same_experience`` per pair in µs, nothing cached
+    between repeats (CPU time is the steadier of the two on a loaded machine)."""
     from robotmem import dedup
     from robotmem.text import word_set
 
     word_set("机器人")  # the CJK dictionary loads once per process, outside the timing
-    clear = getattr(getattr(dedup, "polarity", None), "cache_clear", lambda: None)
+    # the cached text readers dedup imports (whichever a checkout has: polarity, content_words)
+    caches = [value.cache_clear for value in vars(dedup).values() if hasattr(value, "cache_clear")]
     texts = [(p["first"], p["second"]) for p in pairs]
-    times = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        clear()
-        start = time.perf_counter()
+        for clear in caches:
+            clear()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for first, second in texts:
             dedup.same_experience(first, second)
-        times.append((time.perf_counter() - start) / len(texts) * 1e6)
-    return round(statistics.median(times), 2)
+        wall.append((time.perf_counter() - start) / len(texts) * 1e6)
+        cpu.append((time.process_time() - start_cpu) / len(texts) * 1e6)
+    return round(statistics.median(wall), 2), round(statistics.median(cpu), 2)
 
 
 def measure(backend: str) -> dict[str, Any]:
     """Score this interpreter's robotmem on the labelled pairs."""
     pairs = load_pairs(DATA)
-    cost = decision_cost_us(pairs)
+    cost, cost_cpu = decision_cost_us(pairs)
     learned = learn_decisions(pairs, backend)
     methods: dict[str, int] = {}
     for method in learned.values():
@@ -151,6 +157,7 @@ def measure(backend: str) -> dict[str, Any]:
         "learn_methods": methods,
         "consolidation": scores(pairs, consolidation_decisions(pairs)),
         "same_experience_us": cost,
+        "same_experience_cpu_us": cost_cpu,
     }
 
 
@@ -163,6 +170,31 @@ def in_checkout(checkout: Path, backend: str) -> dict[str, Any]:
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
         result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return result
+
+
+def cost_in_checkout(checkout: Path) -> tuple[float, float]:
+    """Run ``decision_cost_us`` alone with ``checkout``'s ``src`` first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    command = [sys.executable, __file__, "--cost-only"]
+    wall, cpu = json.loads(
+        subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+    )
+    return float(wall), float(cpu)
+
+
+def alternating_costs(checkouts: dict[str, Path], rounds: int) -> dict[str, tuple[float, float]]:
+    """Return each checkout's median wall and CPU cost over ``rounds`` runs taken in turn (load shifts hit all)."""
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in checkouts}
+    for _ in range(rounds):
+        for name, checkout in checkouts.items():
+            runs[name].append(cost_in_checkout(checkout))
+    return {
+        name: (
+            round(statistics.median(w for w, _ in costs), 2),
+            round(statistics.median(c for _, c in costs), 2),
+        )
+        for name, costs in runs.items()
+    }
 
 
 def table(sides: dict[str, dict[str, Any]]) -> str:
@@ -196,8 +228,18 @@ def main(argv: list[str] | None = None) -> int:
         "--embed-backend", default="auto", help="embedder for learn (default auto: the bundled model)"
     )
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument(
+        "--cost-rounds",
+        type=int,
+        default=0,
+        help="also time the decision in this many alternating runs of each checkout and print the medians",
+    )
     parser.add_argument("--side", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--cost-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.cost_only:
+        print(json.dumps(decision_cost_us(load_pairs(DATA))))
+        return 0
     if args.side is not None:
         args.side.write_text(json.dumps(measure(args.embed_backend)), encoding="utf-8")
         return 0
@@ -212,8 +254,17 @@ def main(argv: list[str] | None = None) -> int:
     print(table(sides))
     for name, side in sides.items():
         print(
-            f"{name} learn methods: {side['learn_methods']}; same_experience {side['same_experience_us']} µs per pair"
+            f"{name} learn methods: {side['learn_methods']}; same_experience {side['same_experience_us']} µs "
+            f"per pair (CPU {side['same_experience_cpu_us']} µs)"
         )
+    if args.cost_rounds > 0:
+        checkouts = {"this": ROOT} if args.baseline is None else {"baseline": args.baseline, "this": ROOT}
+        costs = alternating_costs(checkouts, args.cost_rounds)
+        for name, (wall, cpu) in costs.items():
+            sides[name]["alternating_cost_us"] = {"wall": wall, "cpu": cpu, "rounds": args.cost_rounds}
+            print(
+                f"{name} same_experience over {args.cost_rounds} alternating runs: {wall} µs per pair (CPU {cpu} µs)"
+            )
     if args.json is not None:
         args.json.write_text(json.dumps(sides, indent=2), encoding="utf-8")
     return 0

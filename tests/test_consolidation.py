@@ -27,8 +27,8 @@ def test_fewer_than_three_candidates_plan_nothing() -> None:
 def test_complete_link_clusters_and_representative_choice() -> None:
     texts = [
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     ]
     plan = plan_consolidation(
         [

@@ -1,9 +1,11 @@
 """Duplicate detection on learn: exact text, then word Jaccard, then embedding cosine (pure functions).
 
-Texts that differ in any number (another force, episode, distance) or in polarity (success or failure,
-safe or unsafe, open or closed, allowed or forbidden, 允许 or 禁止: ``polarity.opposed``) record different
-experiences and are never duplicates, whatever their similarity: on the evaluation set, "Episode 12 …
-success" and "… failed" share 80% of their words and reach cosine 0.99 under multilingual-e5-small.
+Similarity only proposes: every stage, and consolidation after it, accepts a candidate only when the two
+texts are the same experience (``same_experience``): the same numbers and the same content words in the
+same order (``wording.content_words``), so the texts differ at most in case, punctuation, spacing,
+contractions, a plural "-s" and filler words. Any other word decides, listed or not: "Episode 12 … success"
+and "… failed" share 80% of their words and reach cosine 0.99 under multilingual-e5-small, and so do
+"use a large gripper" and "use a small gripper", "门是开的" and "门是关的".
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from robotmem.polarity import opposed, polarity
 from robotmem.text import jaccard, numbers, word_set
+from robotmem.wording import content_words
 
 # Cosine above which two texts are the same statement, per model. Under multilingual-e5-small,
 # distinct robot memories reach 0.997 and rephrasings 0.95-0.995 (docs/embedders.md): no threshold
@@ -46,18 +48,18 @@ def same_numbers(left: str, right: str) -> bool:
 
 
 def same_experience(left: str, right: str) -> bool:
-    """Return True unless the texts differ in a number or in polarity (then they never merge).
+    """Return True when the texts have the same numbers and the same content words in the same order.
 
-    Polarity is ``polarity.opposed``: a decisive word (outcome, negation, antonym, direction, on/off state)
-    differs, or one text negates a word of the other with a prefix ("unsafe" against "safe").
+    Only case, punctuation, spacing, contractions, a plural "-s" and the words of ``filler`` may differ;
+    a negator, an antonym, another object or state, or reordered words keep the texts apart.
     """
-    return same_numbers(left, right) and not opposed(polarity(left), polarity(right))
+    return same_numbers(left, right) and content_words(left) == content_words(right)
 
 
 def same_experience_as(text: str) -> Callable[[str], bool]:
     """Return a test of ``same_experience(text, other)`` that reads ``text`` once, for many others."""
-    text_numbers, text_polarity = numbers(text), polarity(text)
-    return lambda other: numbers(other) == text_numbers and not opposed(text_polarity, polarity(other))
+    text_numbers, text_words = numbers(text), content_words(text)
+    return lambda other: numbers(other) == text_numbers and content_words(other) == text_words
 
 
 def find_jaccard_duplicate(

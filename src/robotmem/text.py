@@ -179,10 +179,19 @@ def tokens_plain(text: str) -> list[str]:
     position = 0
     for match in _CJK_RUN.finditer(folded):
         out.extend(_WORD.findall(folded[position : match.start()]))
-        out.extend(word for word in _segmenter().cut(match.group()) if word.strip())
+        out.extend(segment(match.group()))
         position = match.end()
     out.extend(_WORD.findall(folded[position:]))
     return out
+
+
+def segment(run: str, *, guess: bool = True) -> list[str]:
+    """Return the words of a CJK ``run`` (precise mode, no overlapping sub-words).
+
+    With ``guess`` false, only dictionary words: characters the dictionary does not join stay single
+    (jieba's HMM otherwise guesses new words, such as a noun and the particle after it).
+    """
+    return [word for word in _segmenter().cut(run, guess) if word.strip()]
 
 
 def numbers(text: str) -> tuple[str, ...]:

@@ -67,7 +67,13 @@ async def connect(
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "robotmem", "mcp", "--db", str(db)] if args is None else args,
-        env={"ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": backend, **(env or {})},
+        # the client passes only a few variables on: PYTHONPATH too, so the server runs the code under test
+        env={
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+            "ROBOTMEM_HOME": str(tmp_path / "home"),
+            "ROBOTMEM_EMBED_BACKEND": backend,
+            **(env or {}),
+        },
     )
     with open(tmp_path / f"{db.stem}-stderr.log", "a", encoding="utf-8") as errlog:
         async with (
@@ -209,7 +215,7 @@ EARLIER = [
 EPISODE: list[tuple[str, dict[str, Any]]] = [
     ("learn", {"insight": "push cube slowly along table edge keeps it stable", "context": {
         "task": {"success": True}, "spatial": {"object_position": [1.3, 0.7, 0.42]}}}),
-    ("learn", {"insight": "push cube slowly along table edge so grip stays stable", "context": {
+    ("learn", {"insight": "basically push the cube slowly along the table edge, really keeps it stable, as expected", "context": {
         "task": {"success": True}, "spatial": {"object_position": [1.2, 0.6, 0.42]}}}),
     ("learn", {"insight": "push cube slowly along table edge keeps wrist steady", "context": {
         "task": {"success": False}, "spatial": {"object_position": [0.2, 0.1, 0.42]}}}),

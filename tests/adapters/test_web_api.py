@@ -28,8 +28,8 @@ TOKEN = "s3cret-token"
 
 GRASP_TEXTS = [
     "the cup slipped when the gripper closed too fast on the wet handle",
-    "a cup slipped as the gripper closed too quickly on the wet handle",
-    "the cup slipped when our gripper shut too fast on a wet mug handle",
+    "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+    "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     "lidar misses glass doors in the hallway",
 ]
 

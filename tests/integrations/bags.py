@@ -80,6 +80,7 @@ def events(plans: list[PlannedEpisode], *, outcome_as: str = "bool") -> list[tup
 
 
 MSGTYPES = {
+    "int": "std_msgs/msg/Int32",
     "string": "std_msgs/msg/String",
     "bool": "std_msgs/msg/Bool",
     "pose": "geometry_msgs/msg/PoseStamped",
@@ -96,6 +97,8 @@ def _build(ts, kind: str, t_ns: int, value, ros1: bool):  # type: ignore[no-unty
         if ros1
         else T["std_msgs/msg/Header"](stamp=stamp, frame_id="map")
     )
+    if kind == "int":
+        return T["std_msgs/msg/Int32"](data=value)
     if kind == "string":
         return T["std_msgs/msg/String"](data=value)
     if kind == "bool":
@@ -121,11 +124,15 @@ def _build(ts, kind: str, t_ns: int, value, ros1: bool):  # type: ignore[no-unty
 
 def write_rosbags(path: Path, plans: list[PlannedEpisode], storage: str, *, outcome_as: str = "bool") -> Path:
     """Write the plan with ``rosbags``: ``storage`` is ``sqlite3``, ``mcap`` (rosbag2) or ``ros1``."""
+    return write_stream(path, events(plans, outcome_as=outcome_as), storage)
+
+
+def write_stream(path: Path, stream: list[tuple[str, int, str, object]], storage: str) -> Path:
+    """Write ``(topic, t_ns, kind, value)`` events (in time order) with ``rosbags`` in ``storage``."""
     from rosbags.typesys import Stores, get_typestore
 
     ros1 = storage == "ros1"
     ts = get_typestore(Stores.ROS1_NOETIC if ros1 else Stores.ROS2_HUMBLE)
-    stream = events(plans, outcome_as=outcome_as)
     if ros1:
         from rosbags.rosbag1 import Writer as Ros1Writer
 

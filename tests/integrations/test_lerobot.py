@@ -7,10 +7,12 @@ import math
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from robotmem import RobotMemory, ValidationError
+from robotmem.config import Settings
 from robotmem.integrations.lerobot import import_lerobot, select_episodes
 
 FIXTURE = Path(__file__).parent / "data" / "lerobot_push" / "dataset"
@@ -123,3 +125,105 @@ def test_a_v21_dataset_imports_like_its_v30_original(memory: RobotMemory, tmp_pa
         assert (old["content"], old["spatial"], old["task"]) == (new["content"], new["spatial"], new["task"])
     target = [0.1, 0.1, -0.2, 0.2]
     assert select_episodes(memory, state=target, n=4, collection="v21") == brute_force(target, 4)
+
+
+def rewritten(target: Path, *, episodes: int = 10, drop: tuple[str, ...] = ()) -> Path:
+    """A copy of the fixture (by this test) holding its first ``episodes`` episodes, without the frame
+    columns ``drop``; ``meta/info.json`` counts and features follow."""
+    shutil.copytree(FIXTURE, target)
+    info = json.loads((target / "meta" / "info.json").read_text())
+    for column in drop:
+        info["features"].pop(column)
+    frames_file = target / "data" / "chunk-000" / "file-000.parquet"
+    frames = pq.read_table(frames_file)
+    kept = [r for r, e in enumerate(frames["episode_index"].to_pylist()) if e < episodes]
+    frames = frames.take(kept).drop_columns(list(drop))
+    pq.write_table(frames, frames_file)
+    meta_file = target / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
+    meta = pq.read_table(meta_file)
+    pq.write_table(meta.take(list(range(episodes))), meta_file)
+    info.update(total_episodes=episodes, total_frames=len(kept), splits={"train": f"0:{episodes}"})
+    (target / "meta" / "info.json").write_text(json.dumps(info, indent=4))
+    return target
+
+
+def test_without_a_success_column_success_comes_from_the_reward(memory: RobotMemory, tmp_path: Path) -> None:
+    plain = rewritten(tmp_path / "no_success", drop=("next.success",))
+    # The fixture's reward is minus the distance to the goal and success is being within 5 cm of it:
+    # the reward reaching -0.05 gives the same episodes as the success column.
+    result = import_lerobot(memory, plain, success_reward=-0.05, collection="reward")
+    assert (result["imported"], result["success_from"], result["warnings"]) == (
+        10,
+        "next.reward >= -0.05",
+        [],
+    )
+    known = truth()
+    for memory_id in result["memory_ids"]:
+        detail = memory.get_memory(memory_id)
+        assert detail["task"]["success"] is known[detail["context"]["provenance"]["episode_index"]]["success"]
+        assert detail["context"]["provenance"]["success_from"] == "next.reward >= -0.05"
+    target = [0.1, -0.1, 0.2, 0.0]
+    assert select_episodes(memory, state=target, n=4, collection="reward") == brute_force(target, 4)
+    # The default threshold, 1.0, is never reached by this reward: said so, every episode failed.
+    default = import_lerobot(memory, plain, collection="default_threshold")
+    assert default["success_from"] == "next.reward >= 1"
+    assert default["warnings"] == [
+        "no episode's next.reward reaches 1: every episode counts as failed; set success_reward to the reward "
+        "that marks success (None: success unknown)"
+    ]
+    unknown = import_lerobot(memory, plain, success_reward=None, collection="unknown")
+    assert unknown["success_from"] is None
+    assert all("success" not in memory.get_memory(m)["task"] for m in unknown["memory_ids"])
+
+
+def test_select_episodes_on_a_dataset_without_success_information(
+    memory: RobotMemory, tmp_path: Path
+) -> None:
+    plain = rewritten(tmp_path / "plain", drop=("next.success", "next.reward"))
+    import_lerobot(memory, plain, collection="plain")
+    target = [0.0, 0.0, 0.0, 0.0]
+    everyone = sorted(truth().items(), key=lambda et: (math.dist(et[1]["first"], target), et[0]))
+    # The default leaves out known failures; nothing is known here, so every episode competes.
+    assert select_episodes(memory, state=target, n=5, collection="plain") == [e for e, _ in everyone[:5]]
+    assert select_episodes(memory, state=target, n=5, success=None, collection="plain") == [
+        e for e, _ in everyone[:5]
+    ]
+    for wanted in (True, False):
+        with pytest.raises(ValidationError, match="success: no imported LeRobot episode has a success value"):
+            select_episodes(memory, state=target, success=wanted, collection="plain")
+    with pytest.raises(ValidationError, match=r"success: no imported LeRobot episode of .*plain has"):
+        select_episodes(memory, state=target, success=True, dataset=plain, collection="plain")
+    with pytest.raises(ValidationError, match="success: expected True, False, None or 'not_failed'"):
+        select_episodes(memory, state=target, success="yes", collection="plain")  # type: ignore[arg-type]
+
+
+def test_a_dataset_that_grew_imports_only_its_new_episodes(memory: RobotMemory, tmp_path: Path) -> None:
+    early = rewritten(tmp_path / "early", episodes=6)
+    assert import_lerobot(memory, early)["imported"] == 6
+    grown = import_lerobot(memory, FIXTURE)  # meta/info.json differs: 10 episodes, 120 frames
+    assert (grown["imported"], grown["skipped"]) == (4, 6)
+    new = sorted(memory.get_memory(m)["context"]["provenance"]["episode_index"] for m in grown["memory_ids"])
+    assert new == [6, 7, 8, 9]
+    # A changed episode is another episode; its unchanged neighbours are still the same.
+    edited = tmp_path / "edited"
+    shutil.copytree(FIXTURE, edited)
+    frames_file = edited / "data" / "chunk-000" / "file-000.parquet"
+    frames = pq.read_table(frames_file)
+    state = frames["observation.state"].to_pylist()
+    first_of_2 = frames["episode_index"].to_pylist().index(2)
+    state[first_of_2] = [x + 0.5 for x in state[first_of_2]]
+    column = frames.schema.get_field_index("observation.state")
+    pq.write_table(
+        frames.set_column(column, "observation.state", pa.array(state, frames.schema.field(column).type)),
+        frames_file,
+    )
+    again = import_lerobot(memory, edited)
+    assert (again["imported"], again["skipped"]) == (1, 9)
+
+
+def test_the_duplicate_lookup_is_not_bound_by_the_recall_limit(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", max_n=5)
+    with RobotMemory(tmp_path / "small.db", embed_backend="none", settings=settings) as mem:
+        assert import_lerobot(mem, FIXTURE)["imported"] == 10
+        again = import_lerobot(mem, FIXTURE)
+        assert (again["imported"], again["skipped"]) == (0, 10)

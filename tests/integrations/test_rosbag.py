@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import shutil
 from pathlib import Path
 
 import pytest
 
 from robotmem import RobotMemory, ValidationError
+from robotmem.config import Settings
 from robotmem.integrations.rosbag import BagMap, Boundaries, PoseTopic, import_bag, load_map
 
-from .bags import BAG_START_NS, PlannedEpisode, plan_episodes, write_mcap_ros2, write_rosbags
+from .bags import (
+    BAG_START_NS,
+    PlannedEpisode,
+    events,
+    plan_episodes,
+    write_mcap_ros2,
+    write_rosbags,
+    write_stream,
+)
 
 FULL_MAP = BagMap(
     poses=(PoseTopic("object", "/object_pose"), PoseTopic("goal", "/goal")),
@@ -62,12 +73,14 @@ def test_rosbags_formats_import_and_recall_the_nearest_successes(
     assert where["bag"] == str(bag.resolve()) and where["storage"] == storage
     assert (where["t_start_ns"], where["t_end_ns"]) == (p.start_ns, p.end_ns)
     assert where["start_offset_s"] == pytest.approx((p.start_ns - BAG_START_NS) / 1e9)
-    assert set(where["topics"]) == {"/object_pose", "/goal", "/joint_states", "/outcome"}
+    # Every topic read, the marker topic too: the slice replays with its boundaries.
+    assert set(where["topics"]) == {"/object_pose", "/goal", "/joint_states", "/outcome", "/episode"}
 
     session = memory.session_memories(result["session_ids"][3])
     assert session["session"]["outcome_score"] == (1.0 if p.success else 0.0)
     perception = [m for m in session["memories"] if m["type"] == "perception"]
     assert len(perception) == 1 and perception[0]["perception_type"] == "procedural"
+    assert perception[0]["content"] == "Joint trajectory of episode 3: 4 of 6 states sampled"
     data = memory.get_memory(perception[0]["id"])["data"]
     assert data["joint_names"] == ["shoulder", "elbow", "wrist"]
     assert len(data["positions"]) == 4 and data["sampled_from"] == 6
@@ -107,13 +120,28 @@ def test_windows_and_gaps_cut_the_same_episodes(tmp_path: Path, memory: RobotMem
     windows = tuple(((p.start_ns - BAG_START_NS) / 1e9, (p.end_ns - BAG_START_NS) / 1e9) for p in plans[:2])
     by_window = import_bag(memory, bag, FULL_MAP, Boundaries(windows=windows), collection="win")
     assert by_window["imported"] == 2
-    for mid in by_gap["memory_ids"]:
-        # A gap window spans the gap topic's own messages: the object's first pose comes after the
-        # first joint state, so the initial pose is the second sample; the outcome comes after the last.
+    ends = []
+    for mid, session_id in zip(by_gap["memory_ids"], by_gap["session_ids"], strict=True):
+        # The joint states run from 0.1 to 1.6 s of each 2 s episode: the object's first pose (0.01 s)
+        # comes before them and the outcome (1.98 s) after them, both inside the episode's window,
+        # which reaches the middle of the silences around it.
         detail = memory.get_memory(mid)
         plan = plans[detail["task"]["episode"]]
+        assert detail["spatial"]["object_initial"] == pytest.approx(list(plan.object_initial))
         assert detail["spatial"]["object_final"] == pytest.approx(list(plan.object_final))
-        assert "success" not in detail["task"]
+        assert detail["spatial"]["goal_initial"] == pytest.approx(list(plan.goal))
+        assert detail["task"]["success"] is plan.success
+        assert detail["task"]["duration_s"] == pytest.approx(1.5)  # the activity: first to last joint state
+        score = memory.session_memories(session_id)["session"]["outcome_score"]
+        assert score == (1.0 if plan.success else 0.0)
+        where = detail["context"]["provenance"]
+        ends.append((where["t_start_ns"], where["t_end_ns"]))
+        assert "/joint_states" in where["topics"]
+    # The windows cover the bag: from its start, each silence split in its middle, to its end.
+    assert ends[0][0] == BAG_START_NS and ends[-1][1] == plans[-1].end_ns
+    assert all(a[1] + 1 == b[0] for a, b in zip(ends, ends[1:], strict=False))
+    middle = (plans[0].start_ns + 1_600_000_000 + plans[1].start_ns + 100_000_000) // 2
+    assert ends[0][1] == middle
     overlapping = import_bag(
         memory, bag, FULL_MAP, Boundaries(windows=((0.0, 2.0), (1.0, 2.0))), collection="overlap"
     )
@@ -190,6 +218,211 @@ def test_the_map_file_of_the_docs_imports_a_bag(tmp_path: Path, memory: RobotMem
     assert result["imported"] == 6
     target = plans[1].layout
     assert recalled_episodes(memory, target, 2, query="push") == nearest_successes(plans, target, 2)
+
+
+def test_gap_episodes_take_poses_at_the_edges_of_the_activity(tmp_path: Path, memory: RobotMemory) -> None:
+    # The object's pose is published all the time (10 Hz): it rests at the last episode's final pose for
+    # 1.2 s after the activity stops, is then put back at the next start, and moves while the joint
+    # states (the gap topic) run. The outcome comes 0.5 s after the activity stops.
+    starts = [BAG_START_NS + 1_000_000_000 + i * 4_000_000_000 for i in range(3)]
+    inits = [(float(i), 0.0, 0.0) for i in range(3)]
+    finals = [(i + 0.5, 0.25, 0.0) for i in range(3)]
+
+    def pose_at(t: int) -> tuple[float, ...]:
+        for i, s in enumerate(starts):
+            if s <= t <= s + 2_000_000_000:
+                share = (t - s) / 2_000_000_000
+                return tuple(a + (b - a) * share for a, b in zip(inits[i], finals[i], strict=True))
+        done = [i for i, s in enumerate(starts) if s + 2_000_000_000 < t]
+        if not done:
+            return inits[0]
+        j = done[-1]
+        resting = t < starts[j] + 3_200_000_000 or j + 1 == len(starts)
+        return finals[j] if resting else inits[j + 1]
+
+    stream: list[tuple[str, int, str, object]] = []
+    for k in range(125):
+        t = BAG_START_NS + k * 100_000_000
+        stream.append(("/object_pose", t, "pose", pose_at(t)))
+    for i, s in enumerate(starts):
+        for k in range(21):
+            t = s + 5_000_000 + k * 99_500_000
+            stream.append(("/joint_states", t, "joints", [0.1 * k, 0.0, 0.0]))
+        stream.append(("/outcome", s + 2_500_000_000, "bool", i != 1))
+    stream.sort(key=lambda e: e[1])
+    bag = write_stream(tmp_path / "continuous", stream, "sqlite3")
+    bag_map = BagMap(poses=(PoseTopic("object", "/object_pose"),), outcome="/outcome")
+    result = import_bag(memory, bag, bag_map, Boundaries(gap_topic="/joint_states", gap_s=1.0))
+    assert result["imported"] == 3
+    for i, (mid, session_id) in enumerate(zip(result["memory_ids"], result["session_ids"], strict=True)):
+        detail = memory.get_memory(mid)
+        assert detail["spatial"]["object_initial"] == pytest.approx(list(inits[i]))
+        assert detail["spatial"]["object_final"] == pytest.approx(list(finals[i]))
+        assert detail["task"]["success"] is (i != 1)
+        assert memory.session_memories(session_id)["session"]["outcome_score"] == (0.0 if i == 1 else 1.0)
+
+
+def flipped(plans: list[PlannedEpisode]) -> list[PlannedEpisode]:
+    """The same timing with the other outcome and every pose moved by 1 m: another recording."""
+    return [
+        dataclasses.replace(
+            p,
+            success=not p.success,
+            object_initial=tuple(x + 1.0 for x in p.object_initial),  # type: ignore[arg-type]
+            object_final=tuple(x + 1.0 for x in p.object_final),  # type: ignore[arg-type]
+        )
+        for p in plans
+    ]
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "ros1"])
+def test_a_different_bag_with_the_same_timing_is_imported(
+    storage: str, tmp_path: Path, memory: RobotMemory
+) -> None:
+    plans = plan_episodes(12)
+    first = import_bag(memory, write_rosbags(tmp_path / "run", plans, storage), FULL_MAP, MARKERS)
+    other = flipped(plans)
+    second = import_bag(memory, write_rosbags(tmp_path / "other_run", other, storage), FULL_MAP, MARKERS)
+    assert (first["imported"], second["imported"], second["skipped"]) == (12, 12, 0)
+    for mid, plan in zip(second["memory_ids"], other, strict=True):
+        detail = memory.get_memory(mid)
+        assert detail["task"]["success"] is plan.success
+        assert detail["spatial"]["object_initial"] == pytest.approx(list(plan.object_initial))
+    stored = dict(zip(first["memory_ids"] + second["memory_ids"], plans + other, strict=True))
+    target = [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]
+    wins = sorted(
+        (m for m, p in stored.items() if p.success), key=lambda m: math.dist(stored[m].layout, target)
+    )
+    found = memory.recall(
+        "", n=6, context_filter={"task.success": True},
+        spatial_sort={"field": "spatial.layout_initial", "target": target},
+    )["memories"]  # fmt: skip
+    assert [m["id"] for m in found] == wins[:6]
+    # The same bytes at another path are the same recording.
+    copy = tmp_path / "copied" / "run"
+    copy.parent.mkdir()
+    source = tmp_path / ("run.bag" if storage == "ros1" else "run")
+    if source.is_dir():
+        shutil.copytree(source, copy)
+    else:
+        copy = copy.with_suffix(".bag")
+        shutil.copy(source, copy)
+    again = import_bag(memory, copy, FULL_MAP, MARKERS)
+    assert (again["imported"], again["skipped"]) == (0, 12)
+
+
+def test_a_bag_that_grew_imports_only_its_new_episodes(tmp_path: Path, memory: RobotMemory) -> None:
+    plans = plan_episodes(8)
+    import_bag(memory, write_rosbags(tmp_path / "early", plans[:5], "mcap"), FULL_MAP, MARKERS)
+    later = import_bag(memory, write_rosbags(tmp_path / "later", plans, "mcap"), FULL_MAP, MARKERS)
+    assert (later["imported"], later["skipped"]) == (3, 5)
+    assert [memory.get_memory(m)["task"]["episode"] for m in later["memory_ids"]] == [5, 6, 7]
+
+
+def test_the_duplicate_lookup_is_not_bound_by_the_recall_limit(tmp_path: Path) -> None:
+    bag = write_rosbags(tmp_path / "run", plan_episodes(12), "sqlite3")
+    settings = Settings(home=tmp_path / "home", max_n=5)
+    with RobotMemory(tmp_path / "small.db", embed_backend="none", settings=settings) as mem:
+        assert import_bag(mem, bag, FULL_MAP, MARKERS)["imported"] == 12
+        before = mem.stats()
+        again = import_bag(mem, bag, FULL_MAP, MARKERS)
+        assert (again["imported"], again["skipped"]) == (0, 12)
+        assert mem.stats() == before
+        with pytest.raises(ValidationError, match="n: is 12; the limit is 5"):
+            mem.recall("", n=12)  # the recall limit itself still holds
+
+
+def test_a_window_without_messages_is_refused_with_the_bag_span(tmp_path: Path, memory: RobotMemory) -> None:
+    plans = plan_episodes(4)  # 4 episodes of 2 s with 1 s pauses: the bag spans 11 s
+    bag = write_rosbags(tmp_path / "run", plans, "ros1")
+    before = memory.stats()
+    with pytest.raises(
+        ValidationError,
+        match=r"episodes.windows: \[500, 600\] s holds no message of /object_pose, /goal, /joint_states, "
+        r"/outcome; the bag spans \[0, 11.000\] s from its start",
+    ):
+        import_bag(memory, bag, FULL_MAP, Boundaries(windows=((500.0, 600.0),)))
+    with pytest.raises(ValidationError, match=r"\[2.1, 2.9\] s, \[40, 41\] s hold no message"):
+        import_bag(memory, bag, FULL_MAP, Boundaries(windows=((0.0, 2.0), (2.1, 2.9), (40.0, 41.0))))
+    with pytest.raises(ValidationError, match="map: names no topic"):
+        import_bag(memory, bag, BagMap(), Boundaries(windows=((0.0, 2.0),)))
+    assert memory.stats() == before
+
+
+def int_markers(plans: list[PlannedEpisode]) -> list[tuple[str, int, str, object]]:
+    """The plan's events with the markers as std_msgs/Int32: 1 opens an episode, 0 closes it."""
+    return [
+        (t, at, "int", 1 if value == "start" else 0) if t == "/episode" else (t, at, kind, value)
+        for t, at, kind, value in events(plans)
+    ]
+
+
+def test_markers_that_find_no_episode_are_an_error_naming_the_values(
+    tmp_path: Path, memory: RobotMemory
+) -> None:
+    bag = write_stream(tmp_path / "ints", int_markers(plan_episodes(3)), "mcap")
+    before = memory.stats()
+    with pytest.raises(
+        ValidationError,
+        match=r"episodes.marker: no episode on /episode \(field 'data'\): expected the start value 'start' "
+        r"and end value 'end'; its values are '1' \(3×\), '0' \(3×\)",
+    ):
+        import_bag(memory, bag, FULL_MAP, MARKERS)
+    assert memory.stats() == before
+    result = import_bag(memory, bag, FULL_MAP, Boundaries(marker="/episode", start_value="1", end_value="0"))
+    assert (result["imported"], result["unclosed"], result["warnings"]) == (3, 0, [])
+
+
+def test_unclosed_episodes_end_at_the_next_start_or_the_bag_end_and_are_reported(
+    tmp_path: Path, memory: RobotMemory
+) -> None:
+    plans = plan_episodes(4)
+    stream = events(plans)
+    # Episode 1 loses its end marker (a second start follows), episode 3 too (the bag ends), and a
+    # stray end marker sits in the pause after episode 0.
+    dropped = [
+        e
+        for e in stream
+        if not (e[0] == "/episode" and e[3] == "end" and e[1] in (plans[1].end_ns, plans[3].end_ns))
+    ]
+    stray = ("/episode", plans[0].end_ns + 500_000_000, "string", "end")
+    bag = write_stream(tmp_path / "broken", sorted([*dropped, stray], key=lambda e: e[1]), "sqlite3")
+    result = import_bag(memory, bag, FULL_MAP, MARKERS)
+    assert (result["episodes"], result["imported"], result["unclosed"]) == (4, 4, 2)
+    assert result["warnings"] == [
+        "2 episode(s) on /episode had no end marker 'end' (opened at 3.000 s, 9.000 s); each ends at the "
+        "next start or at the bag's end",
+        "1 end marker(s) on /episode without an open episode, ignored (at 2.500 s)",
+    ]
+    spans = [memory.get_memory(m)["context"]["provenance"] for m in result["memory_ids"]]
+    assert spans[1]["t_end_ns"] == plans[2].start_ns - 1
+    last_message = max(e[1] for e in dropped)
+    assert spans[3]["t_end_ns"] == last_message
+    assert memory.get_memory(result["memory_ids"][1])["task"]["success"] is plans[1].success
+
+
+def test_a_quaternion_field_is_an_orientation_not_a_position(tmp_path: Path, memory: RobotMemory) -> None:
+    bag = write_rosbags(tmp_path / "run", plan_episodes(2), "sqlite3")
+    with pytest.raises(
+        ValidationError,
+        match=r"poses.object: field 'pose.orientation' on /object_pose is a quaternion, an orientation and "
+        r"not a position",
+    ):
+        import_bag(
+            memory, bag, BagMap(poses=(PoseTopic("object", "/object_pose", "pose.orientation"),)), MARKERS
+        )
+
+
+def test_reading_is_reported_as_a_progress_stage(tmp_path: Path, memory: RobotMemory) -> None:
+    bag = write_rosbags(tmp_path / "run", plan_episodes(3), "mcap")
+    seen: list[tuple[str, int, int]] = []
+    import_bag(memory, bag, FULL_MAP, MARKERS, progress=lambda *call: seen.append(call))
+    reading = [c for c in seen if c[0] == "reading"]
+    # 3 episodes: 2 markers (read twice: boundaries, then the digest), 3 poses, 1 goal, 6 joint states,
+    # 1 outcome each.
+    assert reading and {c[2] for c in reading} == {3 * (2 * 2 + 3 + 1 + 6 + 1)}
+    assert sum(c[1] for c in reading) == reading[0][2]
+    assert seen.index(reading[-1]) < seen.index(next(c for c in seen if c[0] == "episodes"))
 
 
 def test_context_keys_from_a_bag_are_filterable_and_map_keys_are_checked(

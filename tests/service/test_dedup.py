@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.lessons import OPPOSITES, VARIANTS
 
-from robotmem import RobotMemory
+from robotmem import RobotMemory, filler
 from robotmem.config import Settings
 from robotmem.dedup import SCREEN_LIMIT, find_jaccard_duplicate, same_experience, same_experience_as
 from robotmem.store.sqlite import search
@@ -119,57 +120,12 @@ def test_duplicate_search_reads_the_text_once_and_decides_as_pair_by_pair(
     ]
 
 
-CONTRADICTIONS = [
-    (
-        "It is safe to move the arm while the safety door is open",
-        "It is unsafe to move the arm while the safety door is open",
-    ),
-    (
-        "It is safe to move the arm while the safety door is open",
-        "It is safe to move the arm while the safety door is closed",
-    ),
-    (
-        "Entering the cell is allowed while the conveyor runs",
-        "Entering the cell is forbidden while the conveyor runs",
-    ),
-    (
-        "Enable the torque limiter before teaching the arm",
-        "Disable the torque limiter before teaching the arm",
-    ),
-    ("Use the maximum grip force on the steel bracket", "Use the minimum grip force on the steel bracket"),
-    (
-        "Keep the vacuum pump on while the cup holds the box",
-        "Keep the vacuum pump off while the cup holds the box",
-    ),
-    (
-        "The lidar detects the glass wall in corridor B",
-        "The lidar doesn't detect the glass wall in corridor B",
-    ),
-    ("The depth camera calibration is correct", "The depth camera calibration is incorrect"),
-    ("Open the door before you close the gripper", "Close the door before you open the gripper"),
-    ("安全门打开时移动机械臂是安全的", "安全门打开时移动机械臂是不安全的"),
-    ("安全门打开时允许移动机械臂", "安全门打开时禁止移动机械臂"),
-    ("抓取玻璃杯前先打开夹爪", "抓取玻璃杯前先关闭夹爪"),
-    ("搬运钢板时使用最大夹持力", "搬运钢板时使用最小夹持力"),
-    ("这次抓取马克杯成功了", "这次抓取马克杯失败了"),
-    ("激光雷达能看到走廊里的玻璃墙", "激光雷达看不到走廊里的玻璃墙"),
-]
-VARIANTS = [
-    (
-        "It is unsafe to move the arm while the safety door is open",
-        "it is UNSAFE to move the arm, while the safety door is open.",
-    ),
-    (
-        "Keep the vacuum pump off while the cup holds the box",
-        "Note: keep the vacuum pump off while the cup holds the box",
-    ),
-    ("安全门打开时禁止移动机械臂", "安全门打开时，禁止移动机械臂。"),
-]
+CONTRADICTIONS = OPPOSITES
 
 
 @pytest.fixture
 def eager(tmp_path: Path) -> Iterator[RobotMemory]:
-    """A memory whose Jaccard and cosine thresholds would call every pair above a duplicate, but for polarity."""
+    """A memory whose Jaccard and cosine thresholds would call every pair above a duplicate, but for the words."""
     settings = Settings(home=tmp_path / "home", dedup_jaccard=0.3, dedup_cosine=0.5)
     with RobotMemory(tmp_path / "eager.db", embed_backend="hash", settings=settings) as mem:
         yield mem
@@ -189,20 +145,28 @@ def test_learn_stores_both_lessons_of_a_contradicting_pair(
 
 @pytest.mark.parametrize(("first", "second"), VARIANTS)
 def test_case_punctuation_and_filler_variants_stay_duplicates(
-    eager: RobotMemory, first: str, second: str
+    memory: RobotMemory, first: str, second: str
 ) -> None:
-    stored = eager.learn(first)
-    repeat = eager.learn(second)
+    stored = memory.learn(first)
+    repeat = memory.learn(second)
 
     assert (repeat["status"], repeat["existing_id"]) == ("duplicate", stored["memory_id"])
 
 
 def test_the_bundled_model_does_not_swallow_an_opposite(real_memory: RobotMemory) -> None:
-    for first, second in CONTRADICTIONS:
-        collection = f"pair-{CONTRADICTIONS.index((first, second))}"
+    for number, (first, second) in enumerate(CONTRADICTIONS):
+        collection = f"pair-{number}"
         assert real_memory.learn(first, collection=collection)["status"] == "created"
         assert real_memory.learn(second, collection=collection)["status"] == "created", second
         assert real_memory.learn(second.upper(), collection=collection)["status"] == "duplicate"
+
+
+def test_the_bundled_model_still_finds_every_variant(real_memory: RobotMemory) -> None:
+    for number, (first, second) in enumerate(VARIANTS):
+        collection = f"variant-{number}"
+        stored = real_memory.learn(first, collection=collection)
+        repeat = real_memory.learn(second, collection=collection)
+        assert (repeat["status"], repeat.get("existing_id")) == ("duplicate", stored["memory_id"]), second
 
 
 @pytest.fixture(scope="module")
@@ -230,3 +194,38 @@ def test_learn_never_reports_an_opposite_as_a_duplicate(
 
     assert shared_memory.learn(second.lower() + ending, collection=collection)["status"] == "created"
     assert shared_memory.learn(first.upper() + ending, collection=collection)["status"] == "duplicate"
+
+
+# Words of letters outside every filler list, without a final "s" (read as a plural).
+_FILLER = {
+    word
+    for words in (filler.FILLER_WORDS_EN, filler.OPENERS_EN, filler.COMMA_OPENERS_EN)
+    for word in words.split()
+}
+_FILLER |= {
+    w
+    for phrases in (filler.FILLER_PHRASES_EN, filler.FILLER_CLAUSES_EN)
+    for w in phrases.replace("|", " ").split()
+}
+content_word = st.from_regex(r"[a-z]{3,9}", fullmatch=True).filter(
+    lambda w: w not in _FILLER and not w.endswith("s") and w != "cannot"
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(content_word, min_size=2, max_size=8), content_word, st.integers(0, 8), st.booleans())
+def test_learn_stores_a_lesson_with_one_more_or_one_other_word(
+    shared_memory: RobotMemory, words: list[str], word: str, at: int, insert: bool
+) -> None:
+    at %= len(words)
+    changed = list(words)
+    if insert:
+        changed.insert(at, word)
+    elif changed[at] != word:
+        changed[at] = word
+    else:
+        return
+    collection = f"c{next(_collections)}"
+    shared_memory.learn(" ".join(words), collection=collection)
+
+    assert shared_memory.learn(" ".join(changed), collection=collection)["status"] == "created"

@@ -196,11 +196,12 @@ def test_recall_includes_perception_data_only_when_asked(memory: RobotMemory) ->
 
 def test_learn_joins_the_open_session_and_end_session_consolidates(memory: RobotMemory) -> None:
     session = memory.start_session(context={"robot": {"id": "arm-01"}})["session_id"]
-    # Pairwise word Jaccard 0.53..0.67: distinct enough to be stored, similar enough to consolidate.
+    # One lesson with filler words, pairwise word Jaccard 0.55..0.65: under learn's 0.7, so all are stored,
+    # over consolidation's 0.5, so end_session merges them.
     texts = [
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
         "lidar misses glass doors in the hallway",
     ]
     created = [memory.learn(t, context={"task": {"name": "grasp"}}) for t in texts]

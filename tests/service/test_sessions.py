@@ -1,36 +1,25 @@
-"""end_session consolidation merges repeats of a lesson, never a lesson and its opposite."""
+"""end_session consolidation merges wordings of one lesson, never a lesson and its opposite."""
 
 from __future__ import annotations
 
 import pytest
+from tests.lessons import OPPOSITES
 
 from robotmem import RobotMemory
+from robotmem.classify import classify_category
 from robotmem.consolidation import PROTECTED_CATEGORIES
 
-OPPOSITES = [
-    (
-        "It is safe to move the arm while the safety door is open",
-        "It is unsafe to move the arm while the safety door is open",
-    ),
-    (
-        "Hold the gripper open while the arm approaches the cup",
-        "Hold the gripper closed while the arm approaches the cup",
-    ),
-    (
-        "Keep the vacuum pump on while the suction cup holds the box",
-        "Keep the vacuum pump off while the suction cup holds the box",
-    ),
-    (
-        "Entering the cell is allowed while the conveyor runs",
-        "Entering the cell is forbidden while the conveyor runs",
-    ),
-    ("吸盘吸住箱子时保持真空泵启动", "吸盘吸住箱子时保持真空泵停止"),
-    ("抓取玻璃杯前先打开夹爪", "抓取玻璃杯前先关闭夹爪"),
+# Pairs consolidation could merge at all: one category, not a protected one.
+MERGEABLE = [
+    (lesson, opposite)
+    for lesson, opposite in OPPOSITES
+    if classify_category(lesson) == classify_category(opposite) not in PROTECTED_CATEGORIES
 ]
-# Under learn's Jaccard threshold (both are stored) and over consolidation's (end_session merges them).
+# One lesson with filler words: under learn's Jaccard threshold (both are stored) and over consolidation's
+# (end_session merges them).
 REPEAT = (
     "The padded gripper held the wet glass bottle firmly",
-    "Our padded gripper really held that wet glass bottle firmly today",
+    "Basically, the padded gripper really held the wet glass bottle firmly, as expected",
 )
 
 
@@ -38,7 +27,11 @@ def status(memory: RobotMemory, memory_id: int) -> str:
     return str(memory.get_memory(memory_id)["status"])
 
 
-@pytest.mark.parametrize(("lesson", "opposite"), OPPOSITES)
+def test_most_opposites_can_be_merged_at_all() -> None:
+    assert len(MERGEABLE) >= len(OPPOSITES) - 1
+
+
+@pytest.mark.parametrize(("lesson", "opposite"), MERGEABLE)
 def test_end_session_never_supersedes_one_of_a_contradicting_pair(
     memory: RobotMemory, lesson: str, opposite: str
 ) -> None:
@@ -57,7 +50,7 @@ def test_end_session_never_supersedes_one_of_a_contradicting_pair(
     assert (status(memory, first["memory_id"]), status(memory, second["memory_id"])) == ("active", "active")
 
 
-@pytest.mark.parametrize(("lesson", "opposite"), OPPOSITES)
+@pytest.mark.parametrize(("lesson", "opposite"), MERGEABLE)
 def test_an_opposite_written_by_update_is_not_merged_either(
     memory: RobotMemory, lesson: str, opposite: str
 ) -> None:
@@ -93,3 +86,20 @@ def test_consolidation_keeps_the_repeat_recalled_most_even_right_after_the_recal
 
     assert ended["consolidated"]["superseded_count"] == 1
     assert (status(memory, older), status(memory, newer)) == ("active", "superseded")
+
+
+def test_with_the_bundled_model_no_opposite_is_merged_and_the_repeat_is(real_memory: RobotMemory) -> None:
+    for number, (lesson, opposite) in enumerate(MERGEABLE):
+        collection = f"pair-{number}"
+        session = real_memory.start_session(collection=collection)["session_id"]
+        learned = [
+            real_memory.learn(text, collection=collection, session_id=session)
+            for text in (lesson, opposite, *REPEAT)
+        ]
+        assert [r["status"] for r in learned] == ["created"] * 4, (lesson, opposite)
+
+        ended = real_memory.end_session(session)
+
+        assert ended["consolidated"]["superseded_count"] == 1, (lesson, opposite)
+        statuses = [status(real_memory, r["memory_id"]) for r in learned]
+        assert statuses[:2] == ["active", "active"] and sorted(statuses[2:]) == ["active", "superseded"]

@@ -184,8 +184,8 @@ def test_consolidation_lineage_and_sessions_travel(
     episode = a.start_session(context={"task": "grasp"})
     for text in (
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     ):
         assert a.learn(text)["status"] == "created"
     ended = a.end_session(episode["session_id"], outcome_score=0.4)

@@ -70,8 +70,8 @@ def fill(mem: RobotMemory) -> dict[str, Any]:
     session = mem.start_session(context={"robot": {"id": "arm-01"}, "task": "grasp"})["session_id"]
     texts = [
         "the cup slipped when the gripper closed too fast on the wet handle",
-        "a cup slipped as the gripper closed too quickly on the wet handle",
-        "the cup slipped when our gripper shut too fast on a wet mug handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
         "lidar misses glass doors in the hallway",
         "grip_force=12.5N works best because the sensor was calibrated",
         "never exceed 20 N on glass",

@@ -57,8 +57,8 @@ def source_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
             mem.learn(text)["memory_id"]
             for text in (
                 "the cup slipped when the gripper closed too fast on the wet handle",
-                "a cup slipped as the gripper closed too quickly on the wet handle",
-                "the cup slipped when our gripper shut too fast on a wet mug handle",
+                "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+                "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
                 "lidar misses glass doors in the hallway",
                 "never exceed 20 N on glass",
             )

@@ -68,10 +68,13 @@ class BagMap:
 class Boundaries:
     """How a bag is cut into episodes; exactly one of ``windows``, ``marker`` or ``gap_topic``.
 
-    ``windows`` are ``(start, end)`` seconds from the bag's start. A ``marker`` message whose
-    ``marker_field`` equals ``start_value`` opens an episode and one equal to ``end_value`` closes it
-    (with ``end_value`` None, each start closes the previous episode, the last ends with the bag). On
-    ``gap_topic``, a silence longer than ``gap_s`` ends one episode and the next message starts another.
+    ``windows`` are ``(start, end)`` seconds from the bag's start; each must hold a message of a read
+    topic. A ``marker`` message whose ``marker_field`` equals ``start_value`` opens an episode and one
+    equal to ``end_value`` closes it; an episode without its end ends at the next start or with the bag
+    (with ``end_value`` None that is the rule, else a mistake the import reports). On ``gap_topic``, a
+    silence longer than ``gap_s`` ends one episode's activity and the next message starts another's;
+    each silence is split in its middle, so an episode's window also holds what is published just
+    before its activity (initial poses) and just after it (the outcome).
     """
 
     windows: tuple[tuple[float, float], ...] = ()

@@ -14,11 +14,13 @@ A bag is cut into episodes (``Boundaries``: marker messages, explicit windows, o
 Each episode becomes one session holding one memory: the insight text, ``spatial.<name>_initial`` /
 ``_final`` of every pose topic and ``spatial.layout_initial`` (all initial poses in one list),
 ``task.success`` from the outcome topic, the constant ``robot`` and ``task`` sections, and
-``provenance`` — bag path, storage, topics, ``t_start_ns`` / ``t_end_ns`` and ``start_offset_s`` (for
-``ros2 bag play --start-offset``). A JointState topic adds a sampled ``procedural`` perception. The
-session ends with the outcome as its score. ``provenance.key`` is a digest of the bag's identity (its
-time span, message count and topics, not its path) and the window, so importing a bag again adds
-nothing.
+``provenance`` — bag path, storage, the topics read (the boundary topic too), ``t_start_ns`` /
+``t_end_ns`` and ``start_offset_s`` (for ``ros2 bag play --start-offset``). A JointState topic adds a
+sampled ``procedural`` perception. The session ends with the outcome as its score.
+
+``provenance.key`` names an episode by its content: a SHA-256 over the window and every message read
+inside it (topic, time stamp and the raw bytes as stored), so importing a bag again — from any path —
+adds nothing, while a different recording with the same timing is a different episode.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,7 @@ from robotmem.integrations.bag_map import (
     map_from_dict,
 )
 from robotmem.integrations.episodes import context_json_value, outcome_word, sample_indices, to_json_value
+from robotmem.service.recall import context_values
 
 try:
     from rosbags.highlevel import AnyReader
@@ -64,16 +68,40 @@ _POSE_PATHS = (
 )
 _TRUE_WORDS = frozenset({"true", "success", "succeeded", "successful", "ok", "1", "yes", "done"})
 _FALSE_WORDS = frozenset({"false", "failure", "failed", "fail", "0", "no", "aborted", "timeout"})
-_LOOKUP_CHUNK = 100
+_PROGRESS_EVERY = 1000  # messages between two reports of the reading stage
+_VALUES_SHOWN = 10  # distinct marker values an error lists
 
 
 @dataclass(frozen=True)
 class Window:
-    """One episode's slice of a bag, in bag time (nanoseconds; ``end_ns`` included)."""
+    """One episode's slice of a bag, in bag time (nanoseconds; ``end_ns`` included).
+
+    ``active_start_ns`` / ``active_end_ns`` bound the activity inside the window (in gap mode, the gap
+    topic's first and last message; else the window itself): an initial pose is the last one at or
+    before the activity starts (else the first after), a final pose the first at or after it ends
+    (else the last before).
+    """
 
     index: int
     start_ns: int
     end_ns: int
+    active_start_ns: int | None = None
+    active_end_ns: int | None = None
+
+    @property
+    def active(self) -> tuple[int, int]:
+        """The activity's first and last nanosecond."""
+        start = self.start_ns if self.active_start_ns is None else self.active_start_ns
+        return start, self.end_ns if self.active_end_ns is None else self.active_end_ns
+
+
+@dataclass
+class Cut:
+    """The episodes found in a bag, and what was wrong with its boundaries."""
+
+    windows: list[Window]
+    unclosed: int = 0  # marker episodes without their end marker, ended at the next start or the bag's end
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +114,33 @@ class Slice:
     joints: list[tuple[int, Any]] = field(default_factory=list)
     outcome: bool | None = None
     outcome_detail: dict[str, Any] = field(default_factory=dict)
+    messages: int = 0  # messages of the read topics inside the window
+    content: Any = field(default_factory=hashlib.sha256)  # over those messages' topic, stamp and bytes
+    after_end: dict[str, list[float]] = field(default_factory=dict)  # first poses at/after the activity
+
+
+class Reading:
+    """Counts the messages read and reports them as the ``reading`` stage, every 1000 messages."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.total, self.pending, self.reported = progress, max(total, 1), 0, 0
+
+    def tick(self) -> None:
+        """Count one message."""
+        self.pending += 1
+        if self.pending >= _PROGRESS_EVERY:
+            self._report(self.pending)
+
+    def done(self) -> None:
+        """Report the rest (messages outside every window were not read but are done)."""
+        self._report(max(self.total - self.reported, 0))
+
+    def _report(self, count: int) -> None:
+        count = min(count, self.total - self.reported)
+        self.pending = 0
+        if self.progress is not None and count > 0:
+            self.reported += count
+            self.progress("reading", count, self.total)
 
 
 def storage_of(path: Path) -> str:
@@ -141,12 +196,24 @@ def field_at(message: Any, path: Sequence[str]) -> Any:
     return value
 
 
+def is_quaternion(value: Any) -> bool:
+    """Return True for a Quaternion-like object (``x``, ``y``, ``z`` and ``w``): an orientation."""
+    return all(hasattr(value, axis) for axis in ("x", "y", "z", "w"))
+
+
 def as_point(value: Any) -> list[float] | None:
-    """Return a coordinate list from a Point/Vector3-like object, a sequence or a number, else None."""
+    """Return a coordinate list from a Point/Vector3-like object, a sequence or a number, else None.
+
+    A quaternion is an orientation, not a point: it gives None (``read_pose`` says so).
+    """
+    if is_quaternion(value):
+        return None
     if hasattr(value, "x") and hasattr(value, "y"):
         return [float(value.x), float(value.y)] + ([float(value.z)] if hasattr(value, "z") else [])
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return [float(value)]
+    if isinstance(value, (str, bytes)):
+        return None
     try:
         return [float(v) for v in value]
     except (TypeError, ValueError):
@@ -158,11 +225,17 @@ def read_pose(message: Any, pose: PoseTopic) -> list[float]:
     paths = [tuple(pose.field.split("."))] if pose.field else list(_POSE_PATHS)
     for path in paths:
         try:
-            point = as_point(field_at(message, path))
+            value = field_at(message, path)
         except LookupError:
             continue
+        point = as_point(value)
         if point:
             return point
+        if pose.field and is_quaternion(value):
+            raise ValidationError(
+                f"poses.{pose.name}: field {pose.field!r} on {pose.topic} is a quaternion, an orientation "
+                "and not a position; name the position field (e.g. pose.position)"
+            )
     where = (
         f"field {pose.field!r}"
         if pose.field
@@ -196,13 +269,21 @@ def read_outcome(message: Any, field_path: str) -> tuple[bool | None, dict[str, 
     return None, {}
 
 
-def find_windows(reader: AnyReader, boundaries: Boundaries) -> list[Window]:
-    """Return the episodes of the bag, in time order; raises ``ValidationError`` for a bad set-up."""
+def _seconds(reader: AnyReader, stamp: int) -> str:
+    return f"{(stamp - reader.start_time) / 1e9:.3f} s"
+
+
+def find_windows(reader: AnyReader, boundaries: Boundaries, reading: Reading | None = None) -> Cut:
+    """Return the episodes of the bag, in time order; raises ``ValidationError`` for a bad set-up.
+
+    Raises too when the boundaries find no episode (naming the topic and the values it holds).
+    """
     chosen = sum(bool(x) for x in (boundaries.windows, boundaries.marker, boundaries.gap_topic))
     if chosen != 1:
         raise ValidationError(
             f"episodes: give exactly one of windows, marker (a topic) or gap_topic; {chosen} were given"
         )
+    reading = reading or Reading(None, 0)
     start = reader.start_time
     if boundaries.windows:
         spans = []
@@ -212,16 +293,16 @@ def find_windows(reader: AnyReader, boundaries: Boundaries) -> list[Window]:
                     f"episodes.windows[{i}]: expected 0 <= start < end seconds, got [{a}, {b}]"
                 )
             spans.append((start + round(a * 1e9), start + round(b * 1e9)))
-    elif boundaries.marker:
-        spans = _marker_spans(reader, boundaries)
-    else:
-        spans = _gap_spans(reader, boundaries)
-    return [Window(i, a, b) for i, (a, b) in enumerate(sorted(spans))]
+        return Cut([Window(i, a, b) for i, (a, b) in enumerate(sorted(spans))])
+    if boundaries.marker:
+        return _marker_cut(reader, boundaries, reading)
+    return _gap_cut(reader, boundaries, reading)
 
 
-def _values(reader: AnyReader, topic: str, field_path: str) -> Iterator[tuple[int, Any]]:
+def _values(reader: AnyReader, topic: str, field_path: str, reading: Reading) -> Iterator[tuple[int, Any]]:
     connections = [c for c in reader.connections if c.topic == topic]
     for connection, stamp, raw in reader.messages(connections=connections):
+        reading.tick()
         message = reader.deserialize(raw, connection.msgtype)
         try:
             yield stamp, field_at(message, field_path.split(".")) if field_path else message
@@ -231,68 +312,140 @@ def _values(reader: AnyReader, topic: str, field_path: str) -> Iterator[tuple[in
             ) from None
 
 
-def _marker_spans(reader: AnyReader, b: Boundaries) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    opened: int | None = None
+def _marker_cut(reader: AnyReader, b: Boundaries, reading: Reading) -> Cut:
+    """Episodes between start and end markers. An episode without its end marker ends at the next start
+    (or at the bag's end); with ``end_value`` set that is a mistake the result counts and warns about."""
     assert b.marker is not None
-    for stamp, value in _values(reader, b.marker, b.marker_field):
+    spans: list[tuple[int, int]] = []
+    seen: Counter[str] = Counter()
+    unclosed: list[int] = []
+    stray: list[int] = []
+    opened: int | None = None
+    for stamp, value in _values(reader, b.marker, b.marker_field, reading):
         text = str(value)
+        seen[text] += 1
         if text == b.start_value:
-            if opened is not None and b.end_value is None:
-                spans.append((opened, stamp - 1))
+            if opened is not None:
+                spans.append((opened, max(opened, stamp - 1)))
+                if b.end_value is not None:
+                    unclosed.append(opened)
             opened = stamp
-        elif b.end_value is not None and text == b.end_value and opened is not None:
-            spans.append((opened, stamp))
-            opened = None
-    if opened is not None and b.end_value is None:
-        spans.append((opened, reader.end_time))
-    return spans
+        elif b.end_value is not None and text == b.end_value:
+            if opened is None:
+                stray.append(stamp)
+            else:
+                spans.append((opened, stamp))
+                opened = None
+    if opened is not None:
+        spans.append((opened, reader.end_time - 1))
+        if b.end_value is not None:
+            unclosed.append(opened)
+    if not spans:
+        shown = ", ".join(f"{v[:40]!r} ({n}×)" for v, n in seen.most_common(_VALUES_SHOWN))
+        more = f" and {len(seen) - _VALUES_SHOWN} more" if len(seen) > _VALUES_SHOWN else ""
+        held = f"its values are {shown}{more}" if seen else "it holds no message"
+        expected = f"start value {b.start_value!r}" + (
+            f" and end value {b.end_value!r}" if b.end_value is not None else ""
+        )
+        raise ValidationError(
+            f"episodes.marker: no episode on {b.marker} (field {b.marker_field!r}): expected the "
+            f"{expected}; {held}"
+        )
+    warnings = []
+    if unclosed:
+        at = ", ".join(_seconds(reader, t) for t in unclosed[:_VALUES_SHOWN])
+        warnings.append(
+            f"{len(unclosed)} episode(s) on {b.marker} had no end marker {b.end_value!r} (opened at {at}); "
+            "each ends at the next start or at the bag's end"
+        )
+    if stray:
+        at = ", ".join(_seconds(reader, t) for t in stray[:_VALUES_SHOWN])
+        warnings.append(
+            f"{len(stray)} end marker(s) on {b.marker} without an open episode, ignored (at {at})"
+        )
+    windows = [Window(i, a, e) for i, (a, e) in enumerate(sorted(spans))]
+    return Cut(windows, unclosed=len(unclosed), warnings=warnings)
 
 
-def _gap_spans(reader: AnyReader, b: Boundaries) -> list[tuple[int, int]]:
+def _gap_cut(reader: AnyReader, b: Boundaries, reading: Reading) -> Cut:
+    """Episodes of activity on the gap topic; each silence is split in its middle, so the windows cover
+    the bag (the first from its start, the last to its end) and outcomes published after the activity
+    stops, or poses before it starts, belong to their episode."""
     if not b.gap_s > 0:
         raise ValidationError(f"episodes.gap_s: expected a number of seconds > 0, got {b.gap_s}")
     assert b.gap_topic is not None
     connections = [c for c in reader.connections if c.topic == b.gap_topic]
-    spans: list[tuple[int, int]] = []
+    runs: list[tuple[int, int]] = []
     first = last = None
     limit = round(b.gap_s * 1e9)
     for _, stamp, _ in reader.messages(connections=connections):
+        reading.tick()
         if last is not None and stamp - last > limit:
-            spans.append((first, last))  # type: ignore[arg-type]
+            runs.append((first, last))  # type: ignore[arg-type]
             first = None
         first = stamp if first is None else first
         last = stamp
-    if first is not None and last is not None:
-        spans.append((first, last))
-    return spans
+    if first is None or last is None:
+        raise ValidationError(f"episodes.gap_topic: {b.gap_topic} holds no message; no episode to cut")
+    runs.append((first, last))
+    starts = [reader.start_time] + [(a[1] + z[0]) // 2 + 1 for a, z in zip(runs, runs[1:], strict=False)]
+    ends = [s - 1 for s in starts[1:]] + [reader.end_time - 1]
+    windows = [
+        Window(i, s, e, active_start_ns=run[0], active_end_ns=run[1])
+        for i, (s, e, run) in enumerate(zip(starts, ends, runs, strict=True))
+    ]
+    return Cut(windows)
 
 
-def read_slices(reader: AnyReader, bag_map: BagMap, windows: Sequence[Window]) -> list[Slice]:
-    """Read every mapped topic once and return what falls into each window."""
+def read_slices(
+    reader: AnyReader,
+    bag_map: BagMap,
+    windows: Sequence[Window],
+    boundary_topics: Sequence[str] = (),
+    reading: Reading | None = None,
+) -> list[Slice]:
+    """Read every mapped topic (and the boundary topics, for the content digest) once; return what
+    falls into each window."""
+    reading = reading or Reading(None, 0)
     slices = [Slice(w) for w in windows]
     starts = [w.start_ns for w in windows]
     poses = {p.topic: [q for q in bag_map.poses if q.topic == p.topic] for p in bag_map.poses}
-    wanted = set(bag_map.topics())
+    mapped = set(bag_map.topics())
+    wanted = mapped | set(boundary_topics)
     connections = [c for c in reader.connections if c.topic in wanted]
     if not windows or not connections:
         return slices
     stop = max(w.end_ns for w in windows) + 1
     longest = max(w.end_ns - w.start_ns for w in windows)
     for connection, stamp, raw in reader.messages(connections=connections, start=min(starts), stop=stop):
+        reading.tick()
         # Windows may overlap (explicit ones): a message belongs to every window containing it, and only
         # windows starting within the longest window's length before it can.
         first, last = bisect.bisect_left(starts, stamp - longest), bisect.bisect_right(starts, stamp)
         hits = [s for s in slices[first:last] if stamp <= s.window.end_ns]
         if not hits:
             continue
-        message = reader.deserialize(raw, connection.msgtype)
         topic = connection.topic
+        header = b"%s\0%d\0%d\0" % (topic.encode(), stamp, len(raw))
+        for s in hits:
+            s.messages += 1
+            s.content.update(header)
+            s.content.update(raw)
+        if topic not in mapped:
+            continue
+        message = reader.deserialize(raw, connection.msgtype)
         for pose in poses.get(topic, ()):
             point = read_pose(message, pose)
             for s in hits:
-                s.first.setdefault(pose.name, point)
-                s.last[pose.name] = point
+                begins, ends = s.window.active
+                if stamp <= begins:
+                    s.first[pose.name] = point  # the last at or before the activity starts ...
+                else:
+                    s.first.setdefault(pose.name, point)  # ... else the first after
+                if stamp >= ends:
+                    s.after_end.setdefault(pose.name, point)  # the first at or after it ends ...
+                else:
+                    s.last[pose.name] = point  # ... else the last before
         if topic == bag_map.joints:
             for s in hits:
                 s.joints.append((stamp, message))
@@ -302,19 +455,30 @@ def read_slices(reader: AnyReader, bag_map: BagMap, windows: Sequence[Window]) -
                 if success is not None:
                     s.outcome = success
                 s.outcome_detail.update(detail)
+    for s in slices:
+        s.last.update(s.after_end)
     return slices
 
 
-def bag_identity(reader: AnyReader) -> str:
-    """Return a digest naming the bag's content (time span, message count, topics), not its path."""
-    topics = sorted((c.topic, c.msgtype) for c in reader.connections)
-    basis = json.dumps([reader.start_time, reader.end_time, reader.message_count, topics])
-    return hashlib.sha256(basis.encode()).hexdigest()[:32]
+def check_windows_hold_messages(reader: AnyReader, slices: Sequence[Slice], topics: Sequence[str]) -> None:
+    """Raise ``ValidationError`` naming every explicit window without a message of ``topics``."""
+    empty = [s.window for s in slices if s.messages == 0]
+    if not empty:
+        return
+    start = reader.start_time
+    named = ", ".join(
+        f"[{(w.start_ns - start) / 1e9:g}, {(w.end_ns - start) / 1e9:g}] s" for w in empty[:_VALUES_SHOWN]
+    )
+    span = (reader.end_time - 1 - start) / 1e9
+    raise ValidationError(
+        f"episodes.windows: {named} {'holds' if len(empty) == 1 else 'hold'} no message of "
+        f"{', '.join(topics)}; the bag spans [0, {span:.3f}] s from its start"
+    )
 
 
-def episode_key(bag_id: str, window: Window) -> str:
-    """Return the stable key of one episode of one bag (its provenance lookup on re-import)."""
-    return hashlib.sha256(f"{bag_id}:{window.start_ns}:{window.end_ns}".encode()).hexdigest()[:32]
+def episode_key(window: Window, content: str) -> str:
+    """Return the stable key of one episode: its window and the digest of the messages read in it."""
+    return hashlib.sha256(f"{window.start_ns}:{window.end_ns}:{content}".encode()).hexdigest()[:32]
 
 
 def joint_payload(joints: Sequence[tuple[int, Any]], samples: int) -> dict[str, Any]:
@@ -334,9 +498,17 @@ def joint_payload(joints: Sequence[tuple[int, Any]], samples: int) -> dict[str, 
 
 
 def episode_context(
-    s: Slice, bag_map: BagMap, *, bag: Path, storage: str, bag_start_ns: int, key: str
+    s: Slice,
+    bag_map: BagMap,
+    *,
+    bag: Path,
+    storage: str,
+    bag_start_ns: int,
+    key: str,
+    topics: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Return the four-section context of one episode, with its provenance."""
+    """Return the four-section context of one episode, with its provenance (``topics``: every topic read,
+    the boundary topic included; the map's topics when None)."""
     w = s.window
     spatial = {f"{name}_initial": point for name, point in s.first.items()}
     spatial.update({f"{name}_final": point for name, point in s.last.items()})
@@ -344,7 +516,8 @@ def episode_context(
     if layout and all(name in s.first for name in layout):
         spatial["layout_initial"] = [x for name in layout for x in s.first[name]]
     task: dict[str, Any] = {**s.outcome_detail, **dict(bag_map.task)}
-    task.update(episode=w.index, duration_s=round((w.end_ns - w.start_ns) / 1e9, 6))
+    begins, ends = w.active
+    task.update(episode=w.index, duration_s=round((ends - begins) / 1e9, 6))
     if s.outcome is not None:
         task["success"] = s.outcome
     context: dict[str, Any] = to_json_value(
@@ -356,7 +529,7 @@ def episode_context(
                 "kind": "rosbag",
                 "bag": str(bag),
                 "storage": storage,
-                "topics": bag_map.topics(),
+                "topics": list(bag_map.topics() if topics is None else topics),
                 "t_start_ns": w.start_ns,
                 "t_end_ns": w.end_ns,
                 "start_offset_s": round((w.start_ns - bag_start_ns) / 1e9, 9),
@@ -379,19 +552,12 @@ def describe(context: Mapping[str, Any], bag: Path) -> str:
 
 
 def existing_keys(memory: Any, keys: Sequence[str], collection: str | None) -> set[str]:
-    """Return the keys among ``keys`` that already name a memory (``provenance.key``)."""
-    found: set[str] = set()
-    for i in range(0, len(keys), _LOOKUP_CHUNK):
-        chunk = list(keys[i : i + _LOOKUP_CHUNK])
-        hits = memory.recall(
-            "",
-            n=len(chunk),
-            min_confidence=0.0,
-            collection=collection,
-            context_filter={"provenance.key": {"$in": chunk}},
-        )["memories"]
-        found.update(m["context"]["provenance"]["key"] for m in hits)
-    return found
+    """Return the keys among ``keys`` that already name an active memory (``provenance.key``).
+
+    Looked up directly, in pages: the recall limit (``max_n``) does not bound an import.
+    """
+    found = context_values(memory.engine, "provenance.key", keys, collection)
+    return {str(k) for k in found}
 
 
 def import_bag(
@@ -403,28 +569,43 @@ def import_bag(
     collection: str | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Import the episodes of one bag; return ``{"bag", "storage", "episodes", "imported", "skipped", ...}``.
+    """Import the episodes of one bag; return ``{"bag", "storage", "episodes", "imported", "skipped",
+    "unclosed", "warnings", "memory_ids", "session_ids"}``.
 
     Each new episode is one session with one memory (and a perception when ``bag_map.joints`` is set),
     ended with ``outcome_score`` 1.0 / 0.0 when the outcome is known. Episodes already imported
-    (same ``provenance.key``) are skipped. Raises ``ValidationError`` for a bag that cannot be read,
-    a topic the bag lacks (listing what it has), or messages without the mapped fields — before
-    anything is written.
+    (same ``provenance.key``: same window, same messages) are skipped. ``progress`` hears the
+    ``reading`` stage (messages) and the ``episodes`` stage. Raises ``ValidationError`` — before anything
+    is written — for a bag that cannot be read, a topic the bag lacks (listing what it has), messages
+    without the mapped fields, boundaries that find no episode (naming the marker values seen), or an
+    explicit window holding no message (naming the bag's time range). ``warnings`` lists marker
+    mistakes that were mended: an episode without its end marker ends at the next start or the bag's
+    end (``unclosed`` counts them), an end marker without a start is ignored.
     """
     bag = Path(path).resolve()
     storage = storage_of(bag)
     if not 1 <= bag_map.joint_samples <= 1000:
         raise ValidationError(f"joints.samples: expected 1..1000, got {bag_map.joint_samples}")
     check_context_keys_of(bag_map)
+    if not bag_map.topics() and boundaries.windows:
+        raise ValidationError(
+            "map: names no topic (poses, joints or outcome); an episode of a window would hold nothing"
+        )
+    topics = list(dict.fromkeys([*bag_map.topics(), *boundaries.topics()]))
     reader = open_bag(bag)
     try:
-        check_topics(reader, [*bag_map.topics(), *boundaries.topics()], bag)
-        windows = find_windows(reader, boundaries)
-        slices = read_slices(reader, bag_map, windows)
-        bag_id, bag_start = bag_identity(reader), reader.start_time
+        check_topics(reader, topics, bag)
+        counts = Counter({c.topic: c.msgcount for c in reader.connections if c.topic in topics})
+        reading = Reading(progress, sum(counts.values()) + sum(counts[t] for t in boundaries.topics()))
+        cut = find_windows(reader, boundaries, reading)
+        slices = read_slices(reader, bag_map, cut.windows, boundaries.topics(), reading)
+        if boundaries.windows:
+            check_windows_hold_messages(reader, slices, topics)
+        reading.done()
+        bag_start = reader.start_time
     finally:
         reader.close()
-    keys = [episode_key(bag_id, s.window) for s in slices]
+    keys = [episode_key(s.window, s.content.hexdigest()) for s in slices]
     done = existing_keys(memory, keys, collection)
     result: dict[str, Any] = {
         "bag": str(bag),
@@ -432,6 +613,8 @@ def import_bag(
         "episodes": len(slices),
         "imported": 0,
         "skipped": 0,
+        "unclosed": cut.unclosed,
+        "warnings": cut.warnings,
         "memory_ids": [],
         "session_ids": [],
     }
@@ -443,9 +626,11 @@ def import_bag(
             if key in done:
                 result["skipped"] += 1
             else:
-                memory_id, session_id = _store_episode(
-                    memory, s, bag_map, bag, storage, bag_start, key, collection
+                context = episode_context(
+                    s, bag_map, bag=bag, storage=storage, bag_start_ns=bag_start, key=key, topics=topics
                 )
+                memory_id, session_id = _store_episode(memory, s, bag_map, bag, context, collection)
+                done.add(key)  # a bag whose windows repeat one another stores the episode once
                 result["imported"] += 1
                 result["memory_ids"].append(memory_id)
                 result["session_ids"].append(session_id)
@@ -457,16 +642,8 @@ def import_bag(
 
 
 def _store_episode(
-    memory: Any,
-    s: Slice,
-    bag_map: BagMap,
-    bag: Path,
-    storage: str,
-    bag_start: int,
-    key: str,
-    collection: str | None,
+    memory: Any, s: Slice, bag_map: BagMap, bag: Path, context: dict[str, Any], collection: str | None
 ) -> tuple[int, str]:
-    context = episode_context(s, bag_map, bag=bag, storage=storage, bag_start_ns=bag_start, key=key)
     session = memory.start_session(
         context={"robot": context["robot"], "task": context["task"], "provenance": context["provenance"]},
         collection=collection,
@@ -474,12 +651,16 @@ def _store_episode(
     learned = memory.learn(describe(context, bag), context=context, collection=collection, session_id=session)
     memory_id = learned["memory_id"] if learned["status"] == "created" else learned["existing_id"]
     if bag_map.joints and s.joints:
+        payload = joint_payload(s.joints, bag_map.joint_samples)
         memory.save_perceptions(
             [
                 {
-                    "description": f"Joint trajectory of episode {s.window.index}: {len(s.joints)} states sampled",
+                    "description": (
+                        f"Joint trajectory of episode {s.window.index}: {len(payload['t_ns'])} of "
+                        f"{len(s.joints)} states sampled"
+                    ),
                     "perception_type": "procedural",
-                    "data": joint_payload(s.joints, bag_map.joint_samples),
+                    "data": payload,
                     "metadata": {"provenance": context["provenance"]},
                     "collection": collection,
                     "session_id": session,
@@ -494,6 +675,7 @@ def _store_episode(
 __all__ = [
     "BagMap",
     "Boundaries",
+    "Cut",
     "PoseTopic",
     "Window",
     "import_bag",

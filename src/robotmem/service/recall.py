@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from robotmem.errors import ValidationError
-from robotmem.filters import All, Condition, Node, parse_filter
+from robotmem.filters import All, Condition, Node, Scalar, parse_filter
 from robotmem.records import Hit, Memory
 from robotmem.results import RecallHit, RecallResult
 from robotmem.serialize import hit_to_dict
@@ -182,6 +183,50 @@ def related(engine: Engine, session_id: str, collection: str, texts: list[str]) 
         own_robot=engine.robot_id,
     )
     return [hit_to_dict(hit, include_data=False) for hit in execute(engine, plan).hits]
+
+
+# Values asked for per read by ``context_values`` (a filter of 100 keys stays far below max_filter_bytes).
+_VALUES_PER_READ = 100
+
+
+def context_values(
+    engine: Engine,
+    field: str,
+    values: Sequence[Scalar],
+    collection: str | None = None,
+    *,
+    where: Mapping[str, Any] | None = None,
+) -> set[Scalar]:
+    """Return the values among ``values`` that an active memory of ``collection`` holds at context ``field``
+    (among the memories passing the filter ``where``, when given).
+
+    A lookup for importers (``provenance.key`` of episodes already stored): every match counts, whatever
+    ``max_n`` says, no access is recorded, and no ranking runs. Values are asked for 100 per read.
+    """
+    target = engine.collection_or_default(collection)
+    path = field.split(".")
+    wanted = list(dict.fromkeys(values))
+    found: set[Scalar] = set()
+    for start in range(0, len(wanted), _VALUES_PER_READ):
+        chunk = wanted[start : start + _VALUES_PER_READ]
+        condition = {field: {"$in": chunk}}
+        scope = RecallScope(
+            collection=target,
+            min_confidence=0.0,
+            filter=parse_filter({"$and": [dict(where), condition]} if where else condition),
+        )
+
+        def work(tx: StoreTx, scope: RecallScope = scope) -> dict[int, dict[str, Any]]:
+            source = tx.candidates(scope)
+            return source.contexts(source.in_time_order(newest_first=False, limit=None))
+
+        for context in engine.read(work).values():
+            value: Any = context
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            if value in chunk:
+                found.add(value)
+    return found
 
 
 def tuning(engine: Engine) -> Tuning:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integrations.bags import plan_episodes, write_rosbags
+from tests.integrations.bags import events, plan_episodes, write_rosbags, write_stream
 
 from robotmem.adapters.cli import main
 
@@ -30,6 +37,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
     return run
 
 
+LEROBOT_FIXTURE = Path(__file__).parents[2] / "integrations" / "data" / "lerobot_push" / "dataset"
 FLAGS = [
     "--pose", "object=/object_pose", "--pose", "goal=/goal:point", "--outcome", "/outcome",
     "--joints", "/joint_states", "--task", '{"name": "push"}', "--robot", '{"id": "arm-01"}',
@@ -101,3 +109,108 @@ def test_import_lerobot_imports_the_fixture_once(cli: Any) -> None:
     assert (code, out["skipped"]) == (0, 10)
     code, _, err = cli("import-lerobot", str(fixture.parent))
     assert code == 2 and "no meta/info.json" in err
+
+
+def test_imports_are_not_bound_by_the_recall_limit(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROBOTMEM_MAX_N", "5")
+    bag = write_rosbags(tmp_path / "run", plan_episodes(12), "sqlite3")
+    for expected in ((12, 0), (0, 12)):
+        code, out, err = cli("import-bag", str(bag), *FLAGS, "--no-progress")
+        assert code == 0, err
+        assert (out["imported"], out["skipped"]) == expected
+    for expected in ((10, 0), (0, 10)):
+        code, out, err = cli("import-lerobot", str(LEROBOT_FIXTURE), "--no-progress")
+        assert code == 0, err
+        assert (out["imported"], out["skipped"]) == expected
+
+
+def test_import_bag_refuses_a_window_outside_the_bag(cli: Any, tmp_path: Path) -> None:
+    bag = write_rosbags(tmp_path / "run", plan_episodes(4), "mcap")
+    code, out, err = cli("import-bag", str(bag), "--pose", "object=/object_pose", "--window", "500:600")
+    assert (code, out) == (2, "")
+    assert err.strip() == (
+        "Error: episodes.windows: [500, 600] s holds no message of /object_pose; "
+        "the bag spans [0, 11.000] s from its start"
+    )
+    code, found, _ = cli("recall", "", "-n", "5")
+    assert (code, found["memories"]) == (0, [])
+
+
+def test_import_bag_marker_mistakes_are_errors_or_warnings(cli: Any, tmp_path: Path) -> None:
+    plans = plan_episodes(2)
+    ints = [
+        (t, at, "int", 1 if value == "start" else 0) if t == "/episode" else (t, at, kind, value)
+        for t, at, kind, value in events(plans)
+    ]
+    bag = write_stream(tmp_path / "ints", ints, "ros1")
+    code, _, err = cli("import-bag", str(bag), *FLAGS, "--no-progress")
+    assert code == 2
+    assert err.strip() == (
+        "Error: episodes.marker: no episode on /episode (field 'data'): expected the start value 'start' "
+        "and end value 'end'; its values are '1' (2×), '0' (2×)"
+    )
+    unclosed = [e for e in events(plans) if not (e[0] == "/episode" and e[1] == plans[1].end_ns)]
+    bag = write_stream(tmp_path / "unclosed", unclosed, "sqlite3")
+    code, out, err = cli("import-bag", str(bag), *FLAGS, "--no-progress")
+    assert code == 0, err
+    assert (out["episodes"], out["imported"], out["unclosed"]) == (2, 2, 1)
+    assert err.strip() == (
+        f"Warning: {bag.resolve()}: 1 episode(s) on /episode had no end marker 'end' (opened at 3.000 s); "
+        "each ends at the next start or at the bag's end"
+    )
+
+
+def test_import_lerobot_takes_a_success_reward(cli: Any, tmp_path: Path) -> None:
+    from tests.integrations.test_lerobot import rewritten
+
+    plain = rewritten(tmp_path / "plain", drop=("next.success",))
+    code, out, err = cli("import-lerobot", str(plain), "--success-reward", "-0.05", "--no-progress")
+    assert code == 0, err
+    assert (out["imported"], out["success_from"], out["warnings"]) == (10, "next.reward >= -0.05", [])
+    code, out, err = cli("import-lerobot", str(plain), "--success-reward", "none", "--collection", "b")
+    assert code == 0, err
+    assert out["success_from"] is None
+    code, out, err = cli("import-lerobot", str(plain), "--collection", "c", "--no-progress")
+    assert code == 0 and out["success_from"] == "next.reward >= 1"
+    assert err.startswith(f"Warning: {plain.resolve()}: no episode's next.reward reaches 1")
+    code, _, err = cli("import-lerobot", str(plain), "--success-reward", "high")
+    assert (code, err.strip()) == (2, "Error: --success-reward: expected a number or 'none', got 'high'")
+
+
+def _run_with_stderr(args: list[str], home: Path, *, terminal: bool) -> tuple[int, str]:
+    """Run ``robotmem`` in a subprocess with stderr on a pseudo-terminal or a pipe; return code, stderr."""
+    env = {**os.environ, "ROBOTMEM_HOME": str(home)}
+    command = [sys.executable, "-m", "robotmem", *args]
+    if not terminal:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        return done.returncode, done.stderr
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))  # a 160-column terminal
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closes when the process ends
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return process.wait(timeout=120), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_reading_a_bag_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    bag = write_rosbags(tmp_path / "run", plan_episodes(3), "mcap")
+    messages = 3 * (2 * 2 + 3 + 1 + 6 + 1)  # markers read twice, poses, goal, joint states, outcome
+    for terminal, db in ((True, "tty.db"), (False, "pipe.db")):
+        args = ["import-bag", str(bag), *FLAGS, "--embed-backend", "none", "--db", str(tmp_path / db)]
+        code, err = _run_with_stderr(args, tmp_path / "home", terminal=terminal)
+        assert code == 0, err
+        assert "episodes" in err and "3/3" in err
+        assert (f"{messages}/{messages}" in err and "message" in err) is terminal
+        code, err = _run_with_stderr([*args, "--no-progress"], tmp_path / "home", terminal=terminal)
+        assert (code, err) == (0, "")

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,44 @@ def test_learn_keeps_a_lesson_and_its_opposite_through_the_cli(tmp_path: Path) -
         ).stdout
     )
     assert (repeat["status"], repeat["existing_id"]) == ("duplicate", results[1]["memory_id"])
+
+
+def test_opposites_stay_two_lessons_and_filler_variants_merge_through_the_cli(tmp_path: Path) -> None:
+    def call(*args: str) -> dict[str, Any]:
+        result = run(tmp_path, *args)
+        assert result.returncode == 0, result.stderr
+        return dict(json.loads(result.stdout))
+
+    session = call("start-session")["session_id"]
+    opposites = [
+        "Use a large gripper for the red box",
+        "Use a small gripper for the red box",
+        "The clutch is engaged during homing",
+        "The clutch is released during homing",
+        "门是开的",
+        "门是关的",
+        "开门时不要移动机械臂",
+        "关门时不要移动机械臂",
+    ]
+    learned = [call("learn", text, "--session-id", session) for text in opposites]
+    assert [r["status"] for r in learned] == ["created"] * len(opposites)
+    for variant, original in [
+        ("Most importantly, use a large gripper for the red box", 0),
+        ("Right, the clutch is released during homing.", 3),
+        ("如上所述，门是开的", 4),
+        ("总之，关门时不要移动机械臂吧", 7),
+    ]:
+        repeat = call("learn", variant, "--session-id", session)
+        assert (repeat["status"], repeat["existing_id"]) == ("duplicate", learned[original]["memory_id"])
+    # One lesson with filler words: stored three times (word Jaccard under 0.7), merged at end_session.
+    for text in (
+        "the cup slipped when the gripper closed too fast on the wet handle",
+        "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
+        "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
+    ):
+        assert call("learn", text, "--session-id", session)["status"] == "created"
+
+    ended = call("end-session", session)
+
+    assert ended["consolidated"]["superseded_count"] == 2
+    assert call("doctor")["memories"] == {"total": len(opposites) + 3, "active": len(opposites) + 1}

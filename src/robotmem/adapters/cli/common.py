@@ -49,20 +49,33 @@ def open_memory(args: argparse.Namespace) -> RobotMemory:
 
 
 class ProgressBars:
-    """A ``progress(stage, advance, total)`` callback that draws one tqdm bar per stage on stderr."""
+    """A ``progress(stage, advance, total)`` callback that draws one tqdm bar per stage on stderr.
 
-    def __init__(self, enabled: bool = True) -> None:
+    ``units`` names what a stage counts (default ``memory``). A stage in ``tty_only`` is drawn only when
+    stderr is a terminal: a bar that moves often (reading a bag's messages) would fill a log file.
+    """
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        *,
+        units: dict[str, str] | None = None,
+        tty_only: tuple[str, ...] = (),
+    ) -> None:
         self.enabled = enabled
+        self.units = units or {}
+        self.tty_only = tty_only
         self._bars: dict[str, Any] = {}
 
     def __call__(self, stage: str, advance: int, total: int) -> None:
-        if not self.enabled:
+        if not self.enabled or (stage in self.tty_only and not sys.stderr.isatty()):
             return
         bar = self._bars.get(stage)
         if bar is None:
             from tqdm import tqdm  # imported on first use: most commands draw no bar
 
-            bar = tqdm(total=total, desc=stage, unit="memory", file=sys.stderr, dynamic_ncols=True)
+            unit = self.units.get(stage, "memory")
+            bar = tqdm(total=total, desc=stage, unit=unit, file=sys.stderr, dynamic_ncols=True)
             self._bars[stage] = bar
         if advance:
             bar.update(advance)

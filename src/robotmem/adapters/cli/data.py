@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
 from typing import Any
 
 from robotmem import ValidationError
@@ -81,36 +83,61 @@ def bag_plan(args: argparse.Namespace) -> tuple[Any, Any]:
     return bag_map, bounds
 
 
+def _warn(source: str, warnings: list[str]) -> None:
+    for text in warnings:
+        print(f"Warning: {source}: {text}", file=sys.stderr)
+
+
 def _import_bag(args: argparse.Namespace) -> int:
     from robotmem.integrations.rosbag import import_bag
 
     bag_map, bounds = bag_plan(args)
-    bars = ProgressBars(enabled=not args.no_progress)
+    # Reading is drawn on a terminal only: it moves every thousand messages.
+    bars = ProgressBars(enabled=not args.no_progress, units={"reading": "message"}, tty_only=("reading",))
     results = []
     try:
         with open_memory(args) as mem:
             for path in args.paths:
-                results.append(
-                    import_bag(mem, path, bag_map, bounds, collection=args.collection, progress=bars)
-                )
+                result = import_bag(mem, path, bag_map, bounds, collection=args.collection, progress=bars)
                 bars.close()
+                _warn(result["bag"], result["warnings"])
+                results.append(result)
     finally:
         bars.close()
     print_json(results[0] if len(results) == 1 else results)
     return 0
 
 
-def _import_lerobot(args: argparse.Namespace) -> int:
-    from robotmem.integrations.lerobot import import_lerobot
+def _success_reward(text: str) -> float | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValidationError(f"--success-reward: expected a number or 'none', got {text!r}")
+    return value
 
-    bars = ProgressBars(enabled=not args.no_progress)
+
+def _import_lerobot(args: argparse.Namespace) -> int:
+    from robotmem.integrations.lerobot import SUCCESS_REWARD, import_lerobot
+
+    success_reward = SUCCESS_REWARD if args.success_reward is None else _success_reward(args.success_reward)
+    bars = ProgressBars(enabled=not args.no_progress, units={"reading": "file"}, tty_only=("reading",))
     try:
         with open_memory(args) as mem:
             result = import_lerobot(
-                mem, args.path, state_key=args.state_key, collection=args.collection, progress=bars
+                mem,
+                args.path,
+                state_key=args.state_key,
+                success_reward=success_reward,
+                collection=args.collection,
+                progress=bars,
             )
     finally:
         bars.close()
+    _warn(result["dataset"], result["warnings"])
     print_json(result)
     return 0
 
@@ -172,11 +199,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "import-lerobot",
         parents=[common, progress],
-        help="import a LeRobot v3.0 dataset, one memory per episode; needs robotmem[lerobot]",
+        help="import a LeRobot dataset (v3.0, v2.x), one memory per episode; needs robotmem[lerobot]",
     )
     p.add_argument("path", metavar="PATH", help="dataset directory (with meta/info.json)")
     p.add_argument(
         "--state-key", dest="state_key", default="observation.state", help="frame column of the state vector"
+    )
+    p.add_argument(
+        "--success-reward",
+        dest="success_reward",
+        metavar="REWARD",
+        help="without a success column, success is a frame reward reaching REWARD (1.0); 'none': unknown",
     )
     p.set_defaults(run=_import_lerobot)
 
