@@ -18,6 +18,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from werkzeug.serving import make_server
 
+import robotmem
 from robotmem import RobotMemError, RobotMemory
 from robotmem.adapters.web import create_app
 from robotmem.config import Settings
@@ -105,7 +106,11 @@ def through_mcp(path: Path, home: Path) -> list[Outcome]:
         params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "robotmem", "mcp", "--db", str(path)],
-            env={"ROBOTMEM_HOME": str(home), "ROBOTMEM_EMBED_BACKEND": "hash"},
+            env={
+                "PYTHONPATH": str(Path(robotmem.__file__).resolve().parents[1]),  # the robotmem under test
+                "ROBOTMEM_HOME": str(home),
+                "ROBOTMEM_EMBED_BACKEND": "hash",
+            },
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()

@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+import robotmem
 from embedders.servers import FakeServer, serve
 from robotmem import RobotMemory, results
 from robotmem.config import Settings
@@ -67,9 +68,9 @@ async def connect(
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "robotmem", "mcp", "--db", str(db)] if args is None else args,
-        # the client passes only a few variables on: PYTHONPATH too, so the server runs the code under test
         env={
-            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+            # The server imports the robotmem under test, not another copy installed in the environment.
+            "PYTHONPATH": str(Path(robotmem.__file__).resolve().parents[1]),
             "ROBOTMEM_HOME": str(tmp_path / "home"),
             "ROBOTMEM_EMBED_BACKEND": backend,
             **(env or {}),
