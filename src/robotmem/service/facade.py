@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from robotmem.config import Settings, load_settings
@@ -84,7 +83,7 @@ class RobotMemory:
     ) -> None:
         base = settings if settings is not None else load_settings(os.environ)
         chosen = base.replace(
-            db_path=Path(db_path).expanduser() if db_path is not None else None,
+            db_path=db_path,  # converted (and an empty one refused) with the other settings
             collection=parse_name("collection", collection) if collection is not None else None,
             embed_backend=embed_backend,
         )
