@@ -14,6 +14,7 @@ from tests.conftest import table_counts
 from tests.service.conftest import without_vector
 
 from robotmem import RobotMemory, ValidationError
+from robotmem.adapters.cli import main
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 from robotmem.embedders.none import NullEmbedder

@@ -235,10 +235,10 @@ def repair_columns(conn: sqlite3.Connection) -> dict[str, int]:
         rows = conn.execute(
             f"SELECT x.rowid, {', '.join(f'x.{n}' for n in names)} FROM {table} x WHERE {invalid}"
         )
-        for rowid, *values in rows.fetchall():
+        for rowid, *stored in rows.fetchall():
             changes = {
                 name: columns.repaired(value, kinds[name])
-                for name, value in zip(names, values, strict=True)
+                for name, value in zip(names, stored, strict=True)
                 if columns.problem(value, kinds[name]) is not None
             }
             if not changes:
