@@ -39,6 +39,10 @@ BAD_VALUES = [
     ("ROBOTMEM_OLLAMA_URL", "localhost:11434", "ollama_url"),
     ("ROBOTMEM_LOG_LEVEL", "LOUD", "log_level"),
     ("ROBOTMEM_EMBED_BACKEND", "magic", "embed_backend"),
+    # Path("") is the working directory: an empty path failed only when the file was opened, as "database .".
+    ("ROBOTMEM_DB_PATH", "", "db_path"),
+    ("ROBOTMEM_DB_PATH", "  ", "db_path"),
+    ("ROBOTMEM_HOME", "", "home"),
 ]
 
 
@@ -77,6 +81,21 @@ def test_the_config_file_is_checked_too(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_bytes(b"top_k = \xff\n")
     with pytest.raises(ValidationError, match="cannot be read"):
         load_settings({"ROBOTMEM_HOME": str(tmp_path)})
+
+
+def test_an_empty_path_is_refused_wherever_it_is_given(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('db_path = ""\n')
+    with pytest.raises(
+        ValidationError, match=r"config file .*: setting 'db_path' is ''; accepted: a database"
+    ):
+        load_settings({"ROBOTMEM_HOME": str(tmp_path)})
+    (tmp_path / "config.toml").write_text('home = ""\n')
+    with pytest.raises(ValidationError, match=r"config file .*: setting 'home' is ''"):
+        load_settings({"ROBOTMEM_HOME": str(tmp_path)})
+    (tmp_path / "config.toml").unlink()
+    with pytest.raises(ValidationError, match=r"setting 'db_path' is ''"):
+        RobotMemory("", settings=Settings(home=tmp_path))
+    assert not list(tmp_path.iterdir())
 
 
 def test_allowed_hosts_are_a_comma_separated_list(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,41 @@ def test_sixteen_nested_not_run_in_sqlite(tmp_path: Path) -> None:
                     assert memory.recall(query, context_filter={"params.f": operator})["total"] == expected
             many = {"$or": [{"f": n} for n in range(1100)]}
             assert memory.recall("", context_filter=json.dumps(many, separators=(",", ":")))["total"] == 1
+
+
+UNREACHABLE_KEYS = {
+    "a.b": 'contains "."',
+    "": "is empty",
+    "$x": 'starts with "$"',
+    "0": "is all digits",
+    'say"hi': "double quote",
+}
+
+
+@pytest.mark.parametrize("key", list(UNREACHABLE_KEYS))
+def test_context_keys_no_path_could_reach_are_refused_on_every_write(tmp_path: Path, key: str) -> None:
+    """learn, update and start_session refuse a key (at any depth) that a filter path could not name."""
+    problem = re.escape(UNREACHABLE_KEYS[key])
+    with RobotMemory(tmp_path / "k.db", embed_backend="none", settings=Settings(home=tmp_path)) as memory:
+        created = memory.learn("a lesson about keys", context={"task": {"name": "keys"}})
+        before = memory.stats()
+        for context, where in (({key: 1}, "context"), ({"task": [{"ok": {key: 1}}]}, "context.task.0.ok")):
+            with pytest.raises(ValidationError, match=rf"^{re.escape(where)}: key .*{problem}"):
+                memory.learn("another lesson about keys", context=context)
+            with pytest.raises(ValidationError, match=problem):
+                memory.update(created["memory_id"], "a lesson about keys", context=context)
+            with pytest.raises(ValidationError, match=problem):
+                memory.start_session(context=context)
+        assert memory.stats() == before
+        assert memory.get_memory(created["memory_id"])["task"] == {"name": "keys"}
+
+
+def test_a_dotted_parameter_in_the_text_is_stored_under_a_name_a_filter_reaches(tmp_path: Path) -> None:
+    with RobotMemory(tmp_path / "p.db", embed_backend="none", settings=Settings(home=tmp_path)) as memory:
+        created = memory.learn("set arm.speed=0.5 m/s for the pick, it works")
+        assert created["auto_inferred"]["params"] == {"arm_speed": {"value": 0.5, "unit": "m/s"}}
+        found = memory.recall("", context_filter={"params.arm_speed": {"$lt": 1}})["memories"]
+        assert [m["id"] for m in found] == [created["memory_id"]]
 
 
 def test_context_keys_with_a_double_quote_are_refused(tmp_path: Path) -> None:

@@ -125,6 +125,9 @@ _CATEGORY_RULES: tuple[tuple[str, _Rule], ...] = (
     ("config", _rx(r"\b(config(uration)?|setting|flag|env(ironment)? var(iable)?|yaml|launch file)\b|配置")),
     ("worldview", _rx(r"\b(principle|i believe|we believe|in general|philosophy)\b|原则|相信")),
 )
+# Every category a memory can carry: the rules' own, ``observation`` (no rule matched) and
+# ``perception`` (save_perception). Import refuses any other.
+CATEGORIES: tuple[str, ...] = (*(name for name, _ in _CATEGORY_RULES), "observation", "perception")
 _OBSERVATION = _rx(
     r"\b(works?|worked|yields?|yielded|observed|noticed|succeeded|succeeds|failed|fails|slipped|dropped|"
     r"reached|collided|results? in|best|worse|better|highest|lowest)\b|成功|失败|最好|效果|表现|观察"
@@ -203,8 +206,14 @@ def extract_params(text: str) -> dict[str, dict[str, Any]]:
 
 
 def _params(matches: list[tuple[str, str, str]]) -> dict[str, dict[str, Any]]:
+    """Return ``name → {"value", "unit"?}`` of ``name=value unit`` findings.
+
+    A dotted name (``arm.speed=0.5``) is stored as ``arm_speed``: a filter path reads a dot as a step
+    into a nested object, so ``params.arm_speed`` is the path that reaches it.
+    """
     found: dict[str, dict[str, Any]] = {}
-    for name, raw_value, unit in matches:
+    for dotted, raw_value, unit in matches:
+        name = dotted.replace(".", "_")
         value = float(raw_value)
         entry: dict[str, Any] = {
             "value": int(value) if value.is_integer() and "." not in raw_value else value

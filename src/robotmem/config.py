@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -132,6 +133,11 @@ class Settings:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+# Settings that name a file or directory, with what they accept (an empty value is refused).
+_PATH_SETTINGS = {
+    "home": "a directory path (leave ROBOTMEM_HOME unset for ~/.robotmem)",
+    "db_path": "a database file path (leave it unset for <home>/memory.db)",
+}
 
 
 def _convert(key: str, raw: Any, *, source: str) -> Any:
@@ -140,8 +146,11 @@ def _convert(key: str, raw: Any, *, source: str) -> Any:
             f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(_FIELDS))}"
         )
     default = getattr(Settings(), key)
+    if key in _PATH_SETTINGS and isinstance(raw, (str, os.PathLike)) and not str(raw).strip():
+        # Path("") is "." (the working directory): an empty path is a mistake, not a location.
+        raise ValidationError(f"{source}: setting {key!r} is {str(raw)!r}; accepted: {_PATH_SETTINGS[key]}")
     try:
-        if key in ("home", "db_path"):
+        if key in _PATH_SETTINGS:
             return Path(str(raw)).expanduser()
         if isinstance(default, bool):
             return _boolean(key, raw, source)
@@ -240,7 +249,7 @@ def check_ranges(settings: Settings) -> None:
         value = getattr(settings, key)
         if not low_int <= value <= high_int:
             raise _out_of_range(key, value, f"an integer within {low_int}..{high_int}")
-    for key in ("home", "db_path"):
+    for key in _PATH_SETTINGS:
         path = getattr(settings, key)
         if path is not None and "\x00" in str(path):
             raise _out_of_range(key, str(path), "a file system path without NUL characters")
@@ -330,7 +339,11 @@ def load_settings(env: Mapping[str, str], path: Path | None = None) -> Settings:
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}  # setting → where its value came from, for error messages
     home_raw = env.get("ROBOTMEM_HOME")
-    home = Path(home_raw).expanduser() if home_raw else Settings().home
+    home = (
+        Settings().home
+        if home_raw is None
+        else _convert("home", home_raw, source="environment variable ROBOTMEM_HOME")
+    )
     values["home"] = home
     config_path = path if path is not None else home / CONFIG_FILE_NAME
     if config_path.is_file():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import IO, Any, get_args
 import numpy as np
 
 from robotmem import strict_json
+from robotmem.classify import CATEGORIES
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
 from robotmem.text import content_hash
@@ -41,7 +43,7 @@ _MEMORY_TYPES = ("fact", "perception")
 _STATUSES = ("active", "superseded", "invalidated")
 PERCEPTION_TYPES: tuple[str, ...] = get_args(PerceptionType)
 MAX_ID = 2**63 - 1  # SQLite's largest integer
-MAX_UID_CHARS = 64
+_UID = re.compile(r"[0-9a-f]{32}")  # what robotmem writes: uuid4().hex, or lower(hex(randomblob(16)))
 MAX_DIM = 65536
 MAX_LIST_ITEMS = 10_000
 MAX_SCOPE_CHARS = 1000
@@ -165,6 +167,36 @@ def read_header(lines: Iterator[tuple[int, str]], path: Path) -> JsonDict:
     return header
 
 
+def announced_counts(header: JsonDict, path: Path) -> dict[str, int]:
+    """Return the record counts the header announces (``memories``, and ``sessions`` in newer files).
+
+    An import compares them with the records it read, so a truncated or cut file is refused rather
+    than imported in part. Raises ``ValidationError`` for a count that is not a non-negative integer.
+    """
+    counts: dict[str, int] = {}
+    for name in ("memories", "sessions"):
+        if name not in header:
+            continue
+        value = header[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+            raise _fail(path, 1, f"header.{name}: must be a count (an integer >= 0), got {str(value)[:40]!r}")
+        counts[name] = value
+    return counts
+
+
+def check_counts(announced: dict[str, int], found: dict[str, int], path: Path) -> None:
+    """Raise ``ValidationError`` when the file holds another number of records than its header announces."""
+    for name, expected in announced.items():
+        if found.get(name, 0) != expected:
+            kind = name.removesuffix("s").replace("memorie", "memory")
+            raise _fail(
+                path,
+                1,
+                f"header.{name}: announces {expected} {kind} records but the file holds "
+                f"{found.get(name, 0)}; the file is truncated or was edited, so nothing was imported",
+            )
+
+
 def file_model(header: JsonDict, path: Path) -> tuple[str, int] | None:
     """Return the ``(embedding_model, dim)`` the header names, or None for a database without vectors."""
     model, dim = header.get("embedding_model"), header.get("dim")
@@ -215,10 +247,10 @@ def _optional_time(field: str, value: Any) -> str | None:
 
 
 def _uid(field: str, value: Any) -> str:
-    text = parse_name(field, value)
-    if len(text) > MAX_UID_CHARS:
-        raise ValidationError(f"{field}: is {len(text)} characters; the limit is {MAX_UID_CHARS}")
-    return text
+    if not isinstance(value, str) or not _UID.fullmatch(value):
+        shown = repr(value) if isinstance(value, str) else type(value).__name__
+        raise ValidationError(f"{field}: must be 32 lowercase hex digits (a robotmem uid), got {shown:.60}")
+    return value
 
 
 def _strings(field: str, value: Any, max_chars: int) -> list[str]:
@@ -252,7 +284,12 @@ def check_memory_fields(memory: JsonDict, settings: Settings) -> JsonDict:
         )
     fields["content"] = content
     fields["collection"] = parse_name("memory.collection", memory.get("collection"))
-    fields["category"] = parse_name("memory.category", memory.get("category"))
+    fields["category"] = _choice("memory.category", memory.get("category"), CATEGORIES)
+    if (kind == "perception") != (fields["category"] == "perception"):
+        raise ValidationError(
+            f"memory.category: a {kind} {'has' if kind == 'perception' else 'never has'} "
+            f"the category perception, got {fields['category']!r}"
+        )
     fields["status"] = _choice("memory.status", memory.get("status", "active"), _STATUSES)
     confidence = _number("memory.confidence", memory.get("confidence"), 0.0, 1.0)
     fields["confidence"] = confidence
@@ -341,6 +378,13 @@ def parse_memory(record: JsonDict, line: int, path: Path, dim: int | None, setti
         superseded_by_uid = record.get("superseded_by_uid")
         if superseded_by_uid is not None:
             superseded_by_uid = _uid("superseded_by_uid", superseded_by_uid)
+            if superseded_by_uid == uid:
+                raise ValidationError("superseded_by_uid: a memory cannot supersede itself")
+        elif fields["status"] == "superseded":
+            raise ValidationError(
+                "superseded_by_uid: a superseded memory must name the memory that superseded it "
+                "(without one it would be hidden from recall with nothing in its place)"
+            )
         merged = record.get("merged_uids") or []
         if not isinstance(merged, list) or len(merged) > MAX_LIST_ITEMS:
             raise ValidationError(f"merged_uids: must be a list of at most {MAX_LIST_ITEMS} uids")

@@ -405,6 +405,8 @@ class RepairActions(TypedDict):
     times_replaced: int
     confidences_clamped: int
     context_values_indexed: int
+    columns_rewritten: int
+    superseded_restored: int
 
 
 class RepairResult(TypedDict):

@@ -500,6 +500,8 @@ def repair_actions(actions: Mapping[str, Any]) -> RepairActions:
         "times_replaced": int(actions["times_replaced"]),
         "confidences_clamped": int(actions["confidences_clamped"]),
         "context_values_indexed": int(actions["context_values_indexed"]),
+        "columns_rewritten": int(actions["columns_rewritten"]),
+        "superseded_restored": int(actions["superseded_restored"]),
     }
 
 

@@ -210,25 +210,58 @@ def parse_json_object(field: str, raw: Any, max_bytes: int) -> dict[str, Any]:
     return raw
 
 
-def check_context_keys(field: str, value: Any) -> None:
-    """Raise ``ValidationError`` for an object key containing a double quote, at any depth.
+def context_key_problem(key: str) -> str | None:
+    """Return why a filter or ``spatial_sort`` path could never reach the object key ``key``, or None.
 
-    SQLite's JSON paths end a quoted key at the first ``"``, so such a key could be stored but never
-    filtered or sorted on; it is refused when written instead of failing silently later.
+    A path is dot-separated keys (``task.success``); a segment of digits indexes a list, a leading
+    ``$`` marks an operator, and SQLite's JSON paths end a quoted key at a double quote.
     """
-    stack = [value]
+    if not key:
+        return "is empty, and a path cannot name an empty key"
+    if "." in key:
+        return 'contains ".", which a path reads as a step into a nested object (nest the object instead)'
+    if '"' in key:
+        return "contains a double quote (\"), which SQLite's JSON paths cannot address"
+    if key.startswith("$"):
+        return 'starts with "$", which a filter reads as an operator'
+    if key.isdigit():
+        return "is all digits, which a path reads as a list index"
+    return None
+
+
+def filterable_key(key: str) -> str:
+    """Return ``key`` made reachable by a filter path (see ``context_key_problem``).
+
+    ``.`` becomes ``_`` and ``"`` becomes ``'``; a key that is empty, starts with ``$`` or is all
+    digits gets a ``_`` in front. Integrations use it for names they read from data (a bag's outcome
+    JSON, an observation's position names), which they do not choose.
+    """
+    name = key.replace(".", "_").replace('"', "'")
+    if not name or name.startswith("$") or name.isdigit():
+        name = "_" + name
+    return name
+
+
+def check_context_keys(field: str, value: Any) -> None:
+    """Raise ``ValidationError`` for an object key, at any depth, that no filter path could reach.
+
+    Such a key (empty, with ``.`` or ``"``, starting with ``$``, all digits: ``context_key_problem``)
+    could be stored but never filtered or sorted on, so it is refused when written instead of failing
+    silently later. The message names where the key is and why.
+    """
+    stack: list[tuple[Any, str]] = [(value, field)]
     while stack:
-        node = stack.pop()
+        node, where = stack.pop()
         if isinstance(node, dict):
             for key, child in node.items():
-                if '"' in key:
+                problem = context_key_problem(key)
+                if problem is not None:
                     raise ValidationError(
-                        f'{field}: key {key!r} contains a double quote ("), which filters and '
-                        "spatial_sort cannot address; rename the key"
+                        f"{where}: key {key!r} {problem}; rename it so filters and spatial_sort can reach it"
                     )
-                stack.append(child)
+                stack.append((child, f"{where}.{key}"))
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((child, f"{where}.{index}") for index, child in enumerate(node))
 
 
 def parse_payload(field: str, raw: Any, max_bytes: int) -> tuple[Any, str | None]:

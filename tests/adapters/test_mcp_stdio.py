@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,18 @@ def start(tmp_path: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def reply(process: subprocess.Popen[bytes]) -> dict[str, Any]:
+def reply(process: subprocess.Popen[bytes], timeout: float = 60) -> dict[str, Any]:
+    """Return the next line the server writes; fail (not hang) when none comes within ``timeout``."""
     assert process.stdout is not None
-    raw = process.stdout.readline()
+    stdout = process.stdout
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        process.kill()
+        pytest.fail(f"no reply within {timeout} s: the line went unanswered")
+    raw = lines[0]
     assert raw, process.stderr.read().decode() if process.stderr else "no reply"
     value: dict[str, Any] = json.loads(raw)
     return value
@@ -91,6 +101,66 @@ def test_every_unparseable_line_gets_an_error_reply(tmp_path: Path) -> None:
         process.stdin.flush()
         answer = reply(process)
         assert answer["id"] == 9 and answer["result"]["structuredContent"]["status"] == "created"
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+    assert process.returncode == 0
+
+
+MALFORMED_ENVELOPES = [
+    # An id of the wrong type: the SDK's models would take these for notifications, never answered.
+    ({"jsonrpc": "2.0", "id": True, "method": "tools/list"}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "id": 9.5, "method": "tools/list"}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "id": 1.0, "method": "tools/list"}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "id": [1], "method": "tools/list"}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "id": None, "method": "tools/list"}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "method": 5}, '"method" must be a string'),
+    ({"jsonrpc": "2.0", "method": "notifications/x", "params": "s"}, '"params" must be an object'),
+    ({"jsonrpc": "2.0", "method": "notifications/x", "params": [1]}, '"params" must be an object'),
+    ({"jsonrpc": "2.0", "method": "notifications/x", "params": None}, '"params" must be an object'),
+    ({"jsonrpc": "1.0", "method": "notifications/initialized"}, '"jsonrpc" must be "2.0"'),
+    ({"method": "notifications/initialized"}, '"jsonrpc" must be "2.0"'),
+    ([{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}], "batch"),
+    ([], "batch"),
+    ({}, '"jsonrpc" must be "2.0"'),
+    ({"jsonrpc": "2.0"}, 'needs a "method"'),
+    ({"jsonrpc": "2.0", "method": "notifications/x", "result": {}}, 'no "result" or "error"'),
+    ({"jsonrpc": "2.0", "id": True, "result": {}}, '"id" must be a string or an integer'),
+    ({"jsonrpc": "2.0", "id": 5, "result": {}, "error": {"code": 1, "message": "m"}}, "exactly one of"),
+    ("tools/list", "a JSON object, got a string"),
+]
+
+
+def test_every_malformed_envelope_gets_exactly_one_invalid_request_reply(tmp_path: Path) -> None:
+    """A line that is JSON but not a JSON-RPC message is answered once; a valid notification is not."""
+    process = start(tmp_path)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(line(INITIALIZE))
+        process.stdin.flush()
+        assert reply(process)["id"] == 1
+        for message, problem in MALFORMED_ENVELOPES:
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.write(line(INITIALIZED))  # a valid notification: no reply of its own
+            process.stdin.flush()
+            answer = reply(process)
+            expected_id = message.get("id") if isinstance(message, dict) and message.get("id") == 5 else None
+            assert answer["id"] == expected_id, (message, answer)
+            assert answer["error"]["code"] == -32600 and problem in answer["error"]["message"], (
+                message,
+                answer,
+            )
+        process.stdin.write(line({"jsonrpc": "2.0", "id": "last", "method": "tools/list"}))
+        process.stdin.flush()
+        answer = reply(process)  # the next line out answers this request: nothing extra was sent
+        assert answer["id"] == "last" and "tools" in answer["result"], answer
+        process.stdin.write(line({"jsonrpc": "2.0", "id": 2**70, "method": "ping"}))
+        process.stdin.flush()
+        assert reply(process) == {"jsonrpc": "2.0", "id": 2**70, "result": {}}
     finally:
         process.stdin.close()
         process.wait(timeout=60)

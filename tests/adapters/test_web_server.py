@@ -169,3 +169,40 @@ def test_a_stored_huge_coordinate_gives_a_finite_distance(server: str) -> None:
     assert "Infinity" not in response.text and "NaN" not in response.text
     (hit,) = json.loads(response.text)["memories"]
     assert hit["spatial_distance"] == 2e200
+
+
+def test_no_response_shows_a_filesystem_path(server: str, tmp_path: Path) -> None:
+    """Reports and listings say nothing about the machine: doctor gives the database's file name only."""
+    session = httpx.post(f"{server}/api/start_session", json={"context": {"task": {"name": "push"}}}).json()
+    learned = httpx.post(
+        f"{server}/api/learn",
+        json={
+            "insight": "the block slid 3 cm past the marker",
+            "context": {"spatial": {"p": [0.1, 0.2]}, "task": {"success": False}},
+            "session_id": session["session_id"],
+        },
+    ).json()
+    httpx.post(f"{server}/api/save_perception", json={"description": "wrist camera frame one", "data": [1]})
+    sid, mid = session["session_id"], learned["memory_id"]
+    paths = [
+        "/api/doctor",
+        "/api/stats",
+        "/api/memories",
+        "/api/search?query=block",
+        "/api/sessions",
+        f"/api/sessions/{sid}",
+        f"/api/sessions/{sid}/memories",
+        "/api/collections",
+        "/api/categories",
+        "/api/recent-failures",
+        "/api/spatial?field=spatial.p",
+        f"/api/memory/{mid}",
+        "/api/openapi.json",
+    ]
+    home = str(tmp_path / "home")
+    for path in paths:
+        response = httpx.get(f"{server}{path}")
+        assert response.status_code == 200, (path, response.text)
+        assert home not in response.text and str(tmp_path) not in response.text, path
+    doctor = httpx.get(f"{server}/api/doctor").json()
+    assert doctor["database"] == "memory.db" and doctor["ok"]

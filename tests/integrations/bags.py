@@ -68,8 +68,11 @@ def events(plans: list[PlannedEpisode], *, outcome_as: str = "bool") -> list[tup
             )
         if outcome_as == "bool":
             out.append(("/outcome", p.end_ns - 20_000_000, "bool", p.success))
-        else:
+        elif outcome_as == "json":
             text = json.dumps({"success": p.success, "reward": 1.0 if p.success else -1.0})
+            out.append(("/outcome", p.end_ns - 20_000_000, "string", text))
+        else:  # JSON whose keys no filter path could reach as written
+            text = json.dumps({"success": p.success, "reward.total": 1.0 if p.success else -1.0, "$by": "op"})
             out.append(("/outcome", p.end_ns - 20_000_000, "string", text))
         out.append(("/episode", p.end_ns, "string", "end"))
     out.sort(key=lambda e: e[1])

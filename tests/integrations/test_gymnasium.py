@@ -376,3 +376,33 @@ def test_score_fn_sets_the_outcome_score(memory: RobotMemory, point_env: Any) ->
 def test_unknown_session_scope_is_rejected(memory: RobotMemory, point_env: Any) -> None:
     with pytest.raises(ValueError, match="session_per"):
         RobotMemWrapper(point_env, memory, session_per="day")  # type: ignore[arg-type]
+
+
+def test_names_no_filter_could_reach_are_refused_or_stored_filterable(
+    memory: RobotMemory, point_env: Any
+) -> None:
+    """Caller-chosen names are checked when given; position names read from observations are renamed."""
+    from robotmem import ValidationError
+
+    with pytest.raises(ValidationError, match=r"params: key 'arm\.gain'"):
+        RobotMemWrapper(point_env, memory, params={"arm.gain": 1.0})
+    with pytest.raises(ValidationError, match=r"robot: key '\$id'"):
+        RobotMemWrapper(point_env, memory, robot={"$id": "a"})
+
+    def dotted_reader(obs: Any) -> dict[str, Any]:
+        return {"hand.tip": obs["achieved_goal"], "goal": obs["desired_goal"]}
+
+    env = RobotMemWrapper(point_env, memory, position_reader=dotted_reader)
+    env.reset(seed=0)
+    with pytest.raises(ValidationError, match=r"params: key 'grip\.force'"):
+        env.set_params({"grip.force": 3.0})
+    env.set_params({"grip_force": 3.0})
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(np.zeros(3))
+        done = terminated or truncated
+    memory_id = env.episodes[0].learn_result["memory_id"]
+    assert "hand_tip_initial" in memory.get_memory(memory_id)["spatial"]
+    for path in ("spatial.hand_tip_initial", "params.grip_force"):
+        found = memory.recall("", context_filter={path: {"$exists": True}})["memories"]
+        assert [m["id"] for m in found] == [memory_id], path

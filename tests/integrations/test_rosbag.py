@@ -423,3 +423,29 @@ def test_reading_is_reported_as_a_progress_stage(tmp_path: Path, memory: RobotMe
     assert reading and {c[2] for c in reading} == {3 * (2 * 2 + 3 + 1 + 6 + 1)}
     assert sum(c[1] for c in reading) == reading[0][2]
     assert seen.index(reading[-1]) < seen.index(next(c for c in seen if c[0] == "episodes"))
+
+
+def test_context_keys_from_a_bag_are_filterable_and_map_keys_are_checked(
+    tmp_path: Path, memory: RobotMemory
+) -> None:
+    """Outcome JSON keys read from the bag are renamed to reachable ones; map names are refused up front."""
+    plans = plan_episodes(4)
+    bag = write_rosbags(tmp_path / "run", plans, "sqlite3", outcome_as="json-unreachable-keys")
+    before = memory.stats()
+    for bad_map, message in (
+        (BagMap(poses=(PoseTopic("arm.tip", "/object_pose"),)), r"pose name 'arm\.tip'"),
+        (BagMap(poses=FULL_MAP.poses, robot={"model.name": "UR5"}), r"map\.robot: key 'model\.name'"),
+        (BagMap(poses=FULL_MAP.poses, task={"": "push"}), r"map\.task: key ''"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            import_bag(memory, bag, bad_map, MARKERS)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"poses": {"arm.tip": "/object_pose"}}', encoding="utf-8")
+    with pytest.raises(ValidationError, match=r"pose name 'arm\.tip'"):
+        load_map(bad)
+    assert memory.stats() == before
+    result = import_bag(memory, bag, BagMap(poses=FULL_MAP.poses, outcome="/outcome"), MARKERS)
+    task = memory.get_memory(result["memory_ids"][0])["task"]
+    assert task["reward_total"] == (1.0 if plans[0].success else -1.0) and task["_$by"] == "op"
+    wins = memory.recall("", context_filter={"task.reward_total": {"$gt": 0}})["memories"]
+    assert sorted(m["task"]["episode"] for m in wins) == [p.index for p in plans if p.success]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -258,3 +259,122 @@ def test_an_odd_stored_row_does_not_stop_decay_and_check_reports_it(
     assert times[5] == "2020-01-01T00:00:00.000000+00:00" and times[7].endswith("+00:00")
     assert filled.integrity_report()["ok"]
     assert filled.end_session(filled.start_session()["session_id"])["status"] == "ended"
+
+
+def test_values_of_a_wrong_kind_are_reported_refused_by_export_and_repaired(
+    filled: RobotMemory, tmp_path: Path
+) -> None:
+    """Another program wrote BLOBs, text that is not JSON, a context that is not an object, ..."""
+    db = ["--db", str(filled.path), "--embed-backend", "hash"]
+    out = tmp_path / "out.jsonl"
+    cli = [sys.executable, "-m", "robotmem"]
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET created_at = x'00ff' WHERE id = 10")
+    exported = subprocess.run([*cli, "export", str(out), *db], capture_output=True, text=True, timeout=120)
+    assert exported.returncode != 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert "\nError: memory 10: column created_at holds a BLOB of 2 bytes where text" in exported.stderr
+    assert not out.exists()
+    for sql in (
+        "UPDATE memories SET context = x'7b7d' WHERE id = 11",
+        "UPDATE memories SET context = '[1]' WHERE id = 12",
+        "UPDATE memories SET context = 'grip was fine' WHERE id = 13",
+        "UPDATE memories SET scope_files = '[1, \"a.py\"]' WHERE id = 14",
+        "UPDATE memories SET merged_ids = '[\"x\"]' WHERE id = 15",
+        "UPDATE memories SET access_count = 'many' WHERE id = 16",
+        "UPDATE memories SET content = CAST(content AS BLOB) WHERE id = 17",
+        "UPDATE memory_tags SET source = x'6175746f' WHERE rowid = (SELECT MIN(rowid) FROM memory_tags WHERE memory_id = 18)",
+        "UPDATE perception_payloads SET data = '{bad'",
+        "UPDATE sessions SET context = 'oops'",
+        "UPDATE session_outcomes SET summary = x'7b7d'",
+        # Superseded with no successor, by itself, by a memory that is gone: hidden, nothing in their place.
+        "UPDATE memories SET status = 'superseded', superseded_by = NULL WHERE id = 20",
+        "UPDATE memories SET status = 'superseded', superseded_by = 21 WHERE id = 21",
+        "UPDATE memories SET status = 'superseded', superseded_by = 99999 WHERE id = 22",
+    ):
+        conn.execute(sql)
+    conn.close()
+    exported = subprocess.run([*cli, "export", str(out), *db], capture_output=True, text=True, timeout=120)
+    assert exported.returncode != 0 and "Traceback" not in exported.stderr, exported.stderr
+    assert "column context holds text that is not JSON where a JSON object belongs" in exported.stderr
+    with pytest.raises(ValidationError, match=r"^session .*: column context holds text that is not JSON"):
+        filled.export_memories(out, collection="default")
+    report = filled.integrity_report()
+    assert report["examples"]["times_invalid"] == [10]  # its own check, as before
+    assert report["examples"]["columns_invalid"] == [11, 12, 13, 14, 15, 16, 17, 18, 31]
+    assert report["problems"]["session_columns_invalid"] == 1
+    assert report["examples"]["superseded_without_successor"] == [20, 21, 22]
+    checked = subprocess.run([*cli, "check", *db], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1 and json.loads(checked.stdout)["problems"]["columns_invalid"] == 9
+
+    repaired = filled.repair()
+    assert repaired["ok"], repaired["after"]
+    assert (
+        repaired["repaired"]["columns_rewritten"] == 11 and repaired["repaired"]["superseded_restored"] == 3
+    )
+    contexts = {m: filled.get_memory(m)["context"] for m in (11, 12, 13)}
+    assert contexts == {11: {}, 12: {"value": [1]}, 13: {"unreadable": "grip was fine"}}
+    assert filled.get_memory(14)["scope_files"] == ["a.py"]
+    assert filled.get_memory(17)["content"] == "trial 16: grip_force=16N on the oak shelf worked"
+    found = {m["id"] for m in filled.recall("grip_force oak shelf", n=40)["memories"]}
+    assert {17, 20, 21, 22} <= found  # restored lessons are recalled again
+    filled.export_memories(out)
+    with _open(tmp_path / "copy.db") as copy:
+        assert copy.import_memories(out)["memories"]["created"] == 31
+        assert copy.integrity_report()["ok"]
+
+
+def test_a_superseded_memory_without_its_successor_is_not_exported_until_repaired(
+    filled: RobotMemory, tmp_path: Path
+) -> None:
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET status = 'superseded', superseded_by = 99999 WHERE id = 20")
+    conn.close()
+    assert filled.integrity_report()["examples"]["superseded_without_successor"] == [20]
+    with pytest.raises(
+        ValidationError, match=r"^memory 20: superseded, but its successor \(99999\) is missing"
+    ):
+        filled.export_memories(tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+    assert filled.repair()["repaired"]["superseded_restored"] == 1
+    assert filled.get_memory(20)["status"] == "active"
+    filled.export_memories(tmp_path / "out.jsonl")
+    with _open(tmp_path / "copy.db") as copy:
+        assert copy.import_memories(tmp_path / "out.jsonl")["memories"]["created"] == 31
+
+
+def test_reads_tolerate_a_value_of_the_wrong_kind_and_name_text_that_is_not_json(
+    filled: RobotMemory, tmp_path: Path
+) -> None:
+    """A recall or a detail view never fails with a traceback on a row another program wrote."""
+    conn = _raw(filled)
+    for sql in (
+        "UPDATE memories SET created_at = x'00ff' WHERE id = 10",
+        "UPDATE memories SET content = CAST(content AS BLOB) WHERE id = 11",
+        "UPDATE memories SET confidence = 'high', access_count = 'many' WHERE id = 12",
+        "UPDATE memories SET context = '[1]', merged_ids = '[\"x\"]' WHERE id = 13",
+        "UPDATE memory_tags SET tag = x'6f616b' WHERE rowid = (SELECT MIN(rowid) FROM memory_tags WHERE memory_id = 14)",
+    ):
+        conn.execute(sql)
+    conn.close()
+    cli = [sys.executable, "-m", "robotmem"]
+    db = ["--db", str(filled.path), "--embed-backend", "hash"]
+    for mirror in ("true", "false"):
+        env = {**os.environ, "ROBOTMEM_RECALL_MIRROR": mirror, "ROBOTMEM_HOME": str(tmp_path)}
+        found = subprocess.run(
+            [*cli, "recall", "grip_force oak shelf", "-n", "40", *db], capture_output=True, text=True, env=env
+        )
+        assert found.returncode == 0, found.stderr
+        by_id = {m["id"]: m for m in json.loads(found.stdout)["memories"]}
+        assert {10, 11, 12, 13} <= set(by_id), mirror
+        assert by_id[11]["content"] == "trial 10: grip_force=10N on the oak shelf worked"
+        assert by_id[13]["context"] == {"value": [1]}
+    assert filled.get_memory(14)["tags"][0] == "oak"
+    conn = _raw(filled)
+    conn.execute("UPDATE memories SET context = 'grip was fine' WHERE id = 15")
+    conn.close()
+    failed = subprocess.run([*cli, "recall", "grip", *db], capture_output=True, text=True)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert failed.stderr.startswith("Error: ") and "`robotmem check` lists such rows" in failed.stderr
+    assert filled.repair()["ok"]
+    assert filled.get_memory(15)["context"] == {"unreadable": "grip was fine"}
+    assert 15 in {m["id"] for m in filled.recall("grip_force oak shelf", n=40)["memories"]}

@@ -14,6 +14,7 @@ from tests.conftest import table_counts
 from tests.service.conftest import without_vector
 
 from robotmem import RobotMemory, ValidationError
+from robotmem.adapters.cli import main
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 from robotmem.embedders.none import NullEmbedder
@@ -341,6 +342,82 @@ def test_a_bad_line_late_in_the_file_leaves_nothing_written_and_names_line_and_f
         assert table_counts(copy) == counts and snapshot(copy, tmp_path / "s") == before
 
 
+def test_a_file_with_fewer_or_more_records_than_its_header_announces_imports_nothing(
+    tmp_path: Path, settings: Settings, hash64: RobotMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fill(hash64)
+    hash64.export_memories(tmp_path / "out.jsonl")
+    header, lines = records(tmp_path / "out.jsonl")
+    memories = [line for line in lines if line["record"] == "memory"]
+    sessions = [line for line in lines if line["record"] == "session"]
+    assert (header["memories"], header["sessions"]) == (len(memories), len(sessions)) == (9, 2)
+    extra = json.loads(json.dumps(memories[-1]))
+    extra["memory"].update(uid="f" * 32, id=None)
+    cut = [
+        (
+            [header, *sessions, *memories[:2]],
+            "header.memories: announces 9 memory records but the file holds 2",
+        ),
+        (
+            [header, sessions[0], *memories],
+            "header.sessions: announces 2 session records but the file holds 1",
+        ),
+        ([header, *sessions, *memories, extra], "announces 9 memory records but the file holds 10"),
+        (
+            [{**header, "memories": 10}, *sessions, *memories],
+            "header.memories: announces 10 memory records but the file holds 9",
+        ),
+        ([{**header, "memories": "9"}, *sessions, *memories], "header.memories: must be a count"),
+        ([{**header, "sessions": -1}, *sessions, *memories], "header.sessions: must be a count"),
+    ]
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        before = table_counts(copy)
+        for file_lines, expected in cut:
+            write_lines(tmp_path / "cut.jsonl", file_lines)
+            with pytest.raises(ValidationError, match=expected):
+                copy.import_memories(tmp_path / "cut.jsonl")
+            assert table_counts(copy) == before
+        db = str(tmp_path / "copy.db")
+        write_lines(tmp_path / "cut.jsonl", cut[0][0])
+        assert main(["import", str(tmp_path / "cut.jsonl"), "--db", db, "--embed-backend", "hash"]) != 0
+        assert "announces 9 memory records but the file holds 2" in capsys.readouterr().err
+        assert table_counts(copy) == before
+        legacy = {key: value for key, value in header.items() if key != "sessions"}  # older files
+        write_lines(tmp_path / "old.jsonl", [legacy, *lines])
+        assert copy.import_memories(tmp_path / "old.jsonl")["memories"]["created"] == 9
+
+
+def test_a_superseded_memory_whose_successor_is_missing_is_refused(
+    tmp_path: Path, settings: Settings, hash64: RobotMemory
+) -> None:
+    """A superseded memory is hidden from recall: without its successor the lesson would be lost."""
+    fill(hash64)
+    hash64.export_memories(tmp_path / "out.jsonl")
+    header, lines = records(tmp_path / "out.jsonl")
+    successor_uid = next(r["superseded_by_uid"] for r in lines if r.get("superseded_by_uid"))
+    successor = next(r for r in lines if r.get("memory", {}).get("uid") == successor_uid)
+    without_successor = [r for r in lines if r is not successor]
+    header = {**header, "memories": header["memories"] - 1}
+    write_lines(tmp_path / "orphans.jsonl", [header, *without_successor])
+    first_line = next(
+        n for n, r in enumerate(without_successor, start=2) if r.get("superseded_by_uid") == successor_uid
+    )
+    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        before = table_counts(copy)
+        for mode in ("skip", "new-ids"):
+            with pytest.raises(
+                ValidationError, match=rf"orphans.jsonl:{first_line}: superseded_by_uid: {successor_uid} is"
+            ):
+                copy.import_memories(tmp_path / "orphans.jsonl", conflict=mode)
+            assert table_counts(copy) == before
+        # The successor already in the database is enough (except for new-ids, which links in the file).
+        successor["memory"]["session_id"] = None  # its session is not in this one-memory file
+        write_lines(tmp_path / "only_successor.jsonl", [{**header, "memories": 1, "sessions": 0}, successor])
+        copy.import_memories(tmp_path / "only_successor.jsonl")
+        assert copy.import_memories(tmp_path / "orphans.jsonl")["memories"]["created"] == 8
+        assert copy.integrity_report()["ok"]
+
+
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
@@ -371,7 +448,22 @@ def test_a_bad_line_late_in_the_file_leaves_nothing_written_and_names_line_and_f
         (lambda r: r["memory"].update(status="deleted"), "memory.status: must be one of"),
         (lambda r: r.update(tags=[{"tag": "a\nb"}]), r"tags\[0\].tag: must contain only printable"),
         (lambda r: r.update(tags="root_cause"), "tags: must be a list"),
-        (lambda r: r.update(merged_uids=[7]), r"merged_uids\[0\]: must be a string"),
+        (lambda r: r.update(merged_uids=[7]), r"merged_uids\[0\]: must be 32 lowercase hex digits"),
+        (lambda r: r["memory"].update(uid="../../etc"), "memory.uid: must be 32 lowercase hex digits"),
+        (lambda r: r["memory"].update(uid="A" * 32), "memory.uid: must be 32 lowercase hex digits"),
+        (lambda r: r.update(superseded_by_uid="x" * 32), "superseded_by_uid: must be 32 lowercase hex"),
+        (lambda r: r["memory"].update(category="nonsense"), "memory.category: must be one of self_defect"),
+        (lambda r: r["memory"].update(category="perception"), "memory.category: a fact never has"),
+        (
+            lambda r: (r["memory"].update(status="superseded"), r.update(superseded_by_uid=None)),
+            "superseded_by_uid: a superseded memory must name the memory that superseded it",
+        ),
+        (
+            lambda r: r.update(superseded_by_uid=r["memory"]["uid"]),
+            "superseded_by_uid: a memory cannot supersede itself",
+        ),
+        (lambda r: r["memory"].update(context={"a.b": 1}), r"memory.context: key 'a.b' contains \"\.\""),
+        (lambda r: r["memory"].update(context={"t": {"": 1}}), r"memory.context.t: key '' is empty"),
         (lambda r: r.update(vector="!!"), "vector: must be base64"),
     ],
 )
@@ -452,7 +544,11 @@ def test_malformed_bytes_are_clean_errors(tmp_path: Path, settings: Settings, ha
             r":2: contains a lone surrogate",
         ),
         (
-            head + b"\n" + b'{"record": "memory", "memory": {"uid": "a", "id": 18446744073709551616}}\n',
+            head
+            + b"\n"
+            + b'{"record": "memory", "memory": {"uid": "'
+            + b"a" * 32
+            + b'", "id": 18446744073709551616}}\n',
             r"memory.id",
         ),
         (b"\xff" + head, r":1: not UTF-8 text"),

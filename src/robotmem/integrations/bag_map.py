@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.errors import ValidationError
+from robotmem.validation import check_context_keys, context_key_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -126,7 +127,25 @@ def map_from_dict(raw: Mapping[str, Any]) -> tuple[BagMap, Boundaries]:
     )
     if bag_map.layout and (missing := [n for n in bag_map.layout if n not in {p.name for p in poses}]):
         raise ValidationError(f"map.layout: {missing[0]!r} is not a pose name")
+    check_context_keys_of(bag_map)
     return bag_map, boundaries_from_dict(dict(raw.get("episodes", {})))
+
+
+def check_context_keys_of(bag_map: BagMap) -> None:
+    """Raise ``ValidationError`` for a pose name or a ``robot``/``task`` key that no filter could reach.
+
+    Pose names become ``spatial.<name>_initial`` / ``_final`` keys and the tables are stored as given,
+    so they follow the context key rule (``validation.context_key_problem``).
+    """
+    for pose in bag_map.poses:
+        problem = context_key_problem(f"{pose.name}_initial")
+        if problem is not None:
+            raise ValidationError(
+                f"map.poses: the pose name {pose.name!r} becomes the context key "
+                f"'spatial.{pose.name}_initial', which {problem}; rename the pose"
+            )
+    check_context_keys("map.robot", dict(bag_map.robot))
+    check_context_keys("map.task", dict(bag_map.task))
 
 
 def boundaries_from_dict(raw: Mapping[str, Any]) -> Boundaries:

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from robotmem.validation import filterable_key
+
 MAX_INSIGHT_CHARS = 300
 
 PositionReader = Callable[[Any], Mapping[str, Sequence[float]]]
@@ -131,6 +133,19 @@ def to_json_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_json_value(v) for v in value]
     return value
+
+
+def context_json_value(value: Any) -> Any:
+    """Return ``to_json_value(value)`` with every object key made reachable by a filter path.
+
+    For names read from data rather than chosen by the caller (``validation.filterable_key``):
+    ``{"grip.force": 1}`` becomes ``{"grip_force": 1}``.
+    """
+    if isinstance(value, Mapping):
+        return {filterable_key(str(k)): context_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [context_json_value(v) for v in value]
+    return to_json_value(value)
 
 
 def param_entry(value: Any) -> Any:

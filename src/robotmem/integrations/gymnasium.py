@@ -48,6 +48,7 @@ from robotmem.integrations.episodes import (
     to_json_value,
     trajectory_payload,
 )
+from robotmem.validation import check_context_keys, filterable_key
 
 __all__ = [
     "RECALL_INFO_KEY",
@@ -78,6 +79,8 @@ class RobotMemWrapper(gym.Wrapper[Any, Any, Any, Any]):  # type: ignore[misc,unu
         task_name: ``task.name`` of the stored context (default: the environment id).
         robot: the ``robot`` section of the stored context, e.g. ``{"id": "arm-01", "dof": 7}``.
         params: run-wide parameters stored with every episode; ``set_params`` adds per-episode ones.
+            Keys of ``robot`` and names of ``params`` follow the context key rule (docs/filters.md):
+            a name with ``.`` or ``"``, starting with ``$``, all digits or empty is a ``ValidationError``.
         session_per: ``"episode"`` opens and ends one session per episode (outcome score 1.0 or
             0.0 from success); ``"run"`` keeps one session until ``close()`` (outcome score = the
             success rate of the run).
@@ -85,7 +88,8 @@ class RobotMemWrapper(gym.Wrapper[Any, Any, Any, Any]):  # type: ignore[misc,unu
             evenly spaced steps (action, reward, object position).
         recall: what to recall on reset, or None for no recall.
         success_key: the ``info`` key that reports success (Gymnasium-Robotics: ``is_success``).
-        position_reader: maps an observation to named positions (default: goal observations).
+        position_reader: maps an observation to named positions (default: goal observations); a name
+            no filter could reach is stored filterable (``hand.tip`` as ``spatial.hand_tip_initial``).
         score_fn: maps a finished episode to its ``outcome_score`` (default: 1.0 / 0.0 / None).
         keep_episodes: how many recent ``EpisodeRecord`` objects ``episodes`` keeps in memory.
     """
@@ -124,6 +128,8 @@ class RobotMemWrapper(gym.Wrapper[Any, Any, Any, Any]):  # type: ignore[misc,unu
         self.task_name = task_name or spec_id
         self.robot: dict[str, Any] = to_json_value(dict(robot)) if robot else {"type": spec_id}
         self.run_params: dict[str, Any] = dict(params or {})
+        check_context_keys("robot", self.robot)
+        check_context_keys("params", to_json_value(self.run_params))
         self.session_per: SessionScope = session_per
         self.trajectory_samples = trajectory_samples
         self.recall_config = recall
@@ -199,11 +205,13 @@ class RobotMemWrapper(gym.Wrapper[Any, Any, Any, Any]):  # type: ignore[misc,unu
 
         Call after ``reset`` (for example once the policy chose them from the recalled memories).
         They override run-wide ``params`` of the same name and are cleared by the next ``reset``.
+        Raises ``ValidationError`` for a name no filter could reach (``grip.force``, ``$x``, ``""``).
         """
         if self._episode is None:
             raise RuntimeError("set_params() needs a running episode: call reset() first")
-        self._episode.params.update(params or {})
-        self._episode.params.update(named)
+        given = {**(params or {}), **named}
+        check_context_keys("params", to_json_value(given))
+        self._episode.params.update(given)
 
     @property
     def session_id(self) -> str | None:
@@ -276,7 +284,10 @@ class RobotMemWrapper(gym.Wrapper[Any, Any, Any, Any]):  # type: ignore[misc,unu
 
     def _read_positions(self, obs: Any) -> dict[str, list[float]]:
         try:
-            return {name: [float(x) for x in pos] for name, pos in self.position_reader(obs).items()}
+            return {
+                filterable_key(str(name)): [float(x) for x in pos]
+                for name, pos in self.position_reader(obs).items()
+            }
         except Exception:  # a reader that cannot parse this observation only loses the spatial section
             logger.exception("robotmem: position_reader failed")
             return {}

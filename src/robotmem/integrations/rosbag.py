@@ -37,8 +37,15 @@ from typing import Any
 import numpy as np
 
 from robotmem.errors import ValidationError
-from robotmem.integrations.bag_map import BagMap, Boundaries, PoseTopic, load_map, map_from_dict
-from robotmem.integrations.episodes import outcome_word, sample_indices, to_json_value
+from robotmem.integrations.bag_map import (
+    BagMap,
+    Boundaries,
+    PoseTopic,
+    check_context_keys_of,
+    load_map,
+    map_from_dict,
+)
+from robotmem.integrations.episodes import context_json_value, outcome_word, sample_indices, to_json_value
 from robotmem.service.recall import context_values
 
 try:
@@ -256,7 +263,7 @@ def read_outcome(message: Any, field_path: str) -> tuple[bool | None, dict[str, 
                 return None, {}
             if isinstance(parsed, dict):
                 success = parsed.get("success")
-                return (success if isinstance(success, bool) else None), to_json_value(parsed)
+                return (success if isinstance(success, bool) else None), context_json_value(parsed)
         word = text.lower()
         return (True if word in _TRUE_WORDS else False if word in _FALSE_WORDS else None), {}
     return None, {}
@@ -579,6 +586,7 @@ def import_bag(
     storage = storage_of(bag)
     if not 1 <= bag_map.joint_samples <= 1000:
         raise ValidationError(f"joints.samples: expected 1..1000, got {bag_map.joint_samples}")
+    check_context_keys_of(bag_map)
     if not bag_map.topics() and boundaries.windows:
         raise ValidationError(
             "map: names no topic (poses, joints or outcome); an episode of a window would hold nothing"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from robotmem.config import Settings, load_settings
@@ -87,9 +86,9 @@ class RobotMemory:
         location = os.fspath(db_path) if db_path is not None else None
         server = location is not None and is_server_address(location)
         chosen = base.replace(
-            db_path=Path(location).expanduser() if location is not None and not server else None,
-            # A file given here is used even when the settings name a server, and a server address
-            # given here is used instead of the settings' file.
+            # converted (and an empty one refused) with the other settings; a file given here is used
+            # even when the settings name a server, and a server address instead of the settings' file
+            db_path=None if server else db_path,
             database_url=location if server else ("" if location is not None else None),
             collection=parse_name("collection", collection) if collection is not None else None,
             embed_backend=embed_backend,

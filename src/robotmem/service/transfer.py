@@ -24,6 +24,8 @@ from robotmem.export_format import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     MemoryLine,
+    announced_counts,
+    check_counts,
     export_line,
     file_model,
     max_line_bytes,
@@ -63,7 +65,8 @@ class _ImportRun:
     robot_id: str = ""  # owner of memories from files written before memories carried their robot
     session_ids: dict[str, str] = field(default_factory=dict)
     memory_ids: dict[str, int] = field(default_factory=dict)
-    lineage: list[tuple[int, str | None, list[str], bool]] = field(default_factory=list)
+    # (memory id, superseded_by uid, merged uids, fill only, file line)
+    lineage: list[tuple[int, str | None, list[str], bool, int]] = field(default_factory=list)
     to_embed: list[tuple[int, str]] = field(default_factory=list)
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -78,6 +81,10 @@ class _ImportRun:
             "sessions": {"created": 0, "updated": 0, "skipped": 0},
             "vectors": {"from_file": 0, "embedded": 0},
         }
+
+    def records_read(self) -> dict[str, int]:
+        """Return how many memory and session records this attempt has read."""
+        return {name: sum(self.counts[name].values()) for name in ("memories", "sessions")}
 
     @property
     def file_vectors_usable(self) -> bool:
@@ -122,6 +129,7 @@ def export_memories(
             "vectors": with_vectors,
             "collection": only,
             "memories": total,
+            "sessions": tx.transfer.count_sessions(only),
             "schema_version": tx.transfer.schema_version(),
             "exported_at": engine.now(),
         }
@@ -189,8 +197,8 @@ def import_memories(
         lines = read_lines(handle, source, limit)
         header = read_header(lines, source)
         run = _plan_import(engine, mode, into, file_model(header, source))
-        announced = header.get("memories")
-        total = announced if isinstance(announced, int) and not isinstance(announced, bool) else 0
+        announced = announced_counts(header, source)
+        total = announced.get("memories", 0)
         dim = None if run.file_model is None else run.file_model[1]
         attempts = [0]
 
@@ -216,7 +224,8 @@ def import_memories(
                     batch = []
             if batch:
                 _import_batch(tx, run, batch, progress, total)
-            _apply_lineage(tx, run)
+            check_counts(announced, run.records_read(), source)
+            _apply_lineage(tx, run, source)
 
         engine.write(work)
     _embed_imported(engine, run)
@@ -323,7 +332,7 @@ def _import_memory(
     if existing_id is not None and run.mode == "skip":
         run.memory_ids[line.uid] = existing_id
         if line.superseded_by_uid is not None or line.merged_uids:
-            run.lineage.append((existing_id, line.superseded_by_uid, line.merged_uids, True))
+            run.lineage.append((existing_id, line.superseded_by_uid, line.merged_uids, True, line.line))
         counts["skipped"] += 1
         return
     fields = dict(line.fields)
@@ -345,7 +354,7 @@ def _import_memory(
         counts["created"] += 1
     run.memory_ids[line.uid] = memory_id
     if existing_id is not None or line.superseded_by_uid is not None or line.merged_uids:
-        run.lineage.append((memory_id, line.superseded_by_uid, line.merged_uids, False))
+        run.lineage.append((memory_id, line.superseded_by_uid, line.merged_uids, False, line.line))
     is_active = fields.get("status", "active") == "active"
     tx.transfer.write_derived(
         memory_id,
@@ -366,13 +375,25 @@ def _import_memory(
     run.to_embed.append((memory_id, fields["content"]))
 
 
-def _apply_lineage(tx: StoreTx, run: _ImportRun) -> None:
-    wanted = {uid for _, sup, merged, _ in run.lineage for uid in ([sup] if sup else []) + merged}
+def _apply_lineage(tx: StoreTx, run: _ImportRun, source: Path) -> None:
+    """Link the imported memories by uid; raises ``ValidationError`` for a successor found nowhere.
+
+    A ``superseded_by_uid`` must name a memory of the file or (except with ``new-ids``) of the
+    database: a superseded memory is hidden from recall, so without its successor the lesson would be
+    lost. A merged uid that is missing is only left out of ``merged_ids``.
+    """
+    wanted = {uid for _, sup, merged, _, _ in run.lineage for uid in ([sup] if sup else []) + merged}
     unresolved = sorted(uid for uid in wanted if uid not in run.memory_ids)
     resolved = dict(run.memory_ids)
     if unresolved and run.mode != "new-ids":
         resolved.update(tx.transfer.ids_of(unresolved))
-    for memory_id, sup, merged, fill_only in run.lineage:
+    for memory_id, sup, merged, fill_only, line in run.lineage:
+        if sup is not None and sup not in resolved:
+            where = "not in the file" if run.mode == "new-ids" else "neither in the file nor in the database"
+            raise ValidationError(
+                f"{source}:{line}: superseded_by_uid: {sup} is {where}; a superseded memory "
+                "needs its successor, so nothing was imported"
+            )
         superseded_by = resolved.get(sup) if sup is not None else None
         merged_ids = [resolved[uid] for uid in merged if uid in resolved]
         tx.transfer.set_lineage(memory_id, superseded_by, merged_ids, fill_only=fill_only)

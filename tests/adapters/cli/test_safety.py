@@ -95,8 +95,9 @@ def test_a_bad_import_is_one_error_line_and_changes_nothing(home: Path, tmp_path
     again = [json.loads(line) for line in (tmp_path / "after.jsonl").read_text().splitlines()]
     strip[0].pop("exported_at"), again[0].pop("exported_at")
     assert again == strip
-    # Without the bad line the same file imports whole.
-    bad.write_text("\n".join([lines[0], json.dumps(second)]) + "\n", encoding="utf-8")
+    # Without the bad line (and with the header counting what is left) the same file imports whole.
+    header = {**json.loads(lines[0]), "memories": 1}
+    bad.write_text("\n".join([json.dumps(header), json.dumps(second)]) + "\n", encoding="utf-8")
     result = run(other, "import", str(bad), "--no-progress")
     assert result.returncode == 0 and json.loads(result.stdout)["memories"]["created"] == 1
 

@@ -5,8 +5,9 @@ logged and never answered, so a client that sent it waits forever; and when stdi
 the server at once, so a call sent just before the end is carried out but never answered. Here:
 
 - each line is read (at most ``MAX_LINE_BYTES``), checked (UTF-8, nesting at most ``MAX_DEPTH``,
-  no lone surrogates, a JSON-RPC message) and only then passed on; a line that fails any check gets a
-  JSON-RPC error reply at once, with the request's id when it can be read and ``null`` otherwise;
+  no lone surrogates, a well-formed JSON-RPC envelope: ``envelope_problem``) and only then passed on;
+  a line that fails any check gets a JSON-RPC error reply at once, with the request's id when it can
+  be read and ``null`` otherwise;
 - at end of input the server keeps running until every request read so far has been answered
   (at most ``DRAIN_TIMEOUT_S``), then stops.
 
@@ -22,7 +23,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import anyio
 import anyio.to_thread
@@ -45,11 +46,62 @@ def _error_line(request_id: RequestId | None, code: int, message: str) -> bytes:
     return strict_json.dumps(reply, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
 
 
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r:.40}"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _is_id(value: Any) -> bool:
+    """True for a JSON-RPC id MCP allows: a string or an integer (not a boolean, float or null)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _recover_id(value: Any) -> RequestId | None:
     if isinstance(value, dict):
         found = value.get("id")
-        if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
-            return found
+        if _is_id(found):
+            return cast(RequestId, found)
+    return None
+
+
+def envelope_problem(value: Any) -> str | None:
+    """Return what makes ``value`` not a JSON-RPC 2.0 message MCP accepts, or None when it is one.
+
+    The SDK's models allow extra fields, so ``{"id": true, "method": ...}`` would pass them as a
+    notification (which is never answered); the envelope is checked here first. A message is an
+    object with ``"jsonrpc": "2.0"``; a request or notification has a string ``method`` and, if any,
+    object ``params``; a request's ``id`` (and a response's) is a string or an integer; a response
+    carries exactly one of ``result`` and ``error``.
+    """
+    if isinstance(value, list):
+        return "a batch (JSON array) is not supported; send one message per line"
+    if not isinstance(value, dict):
+        return f"a message is a JSON object, got {_json_type(value)}"
+    if value.get("jsonrpc") != "2.0":
+        return f'"jsonrpc" must be "2.0", got {json.dumps(value.get("jsonrpc"))[:40]}'
+    if "method" in value:
+        if not isinstance(value["method"], str):
+            return f'"method" must be a string, got {_json_type(value["method"])}'
+        if "params" in value and not isinstance(value["params"], dict):
+            return f'"params" must be an object, got {_json_type(value["params"])}'
+        if "id" in value and not _is_id(value["id"]):
+            return f'"id" must be a string or an integer, got {_json_type(value["id"])}'
+        if "result" in value or "error" in value:
+            return 'a request has no "result" or "error"'
+        return None
+    if "id" not in value:
+        return 'a message needs a "method" (request or notification) or an "id" (response)'
+    if ("result" in value) == ("error" in value):
+        return 'a response carries exactly one of "result" and "error"'
+    if not _is_id(value["id"]) and not (value["id"] is None and "error" in value):
+        return f'"id" must be a string or an integer, got {_json_type(value["id"])}'
     return None
 
 
@@ -67,6 +119,9 @@ def check_line(line: bytes) -> tuple[types.JSONRPCMessage | None, bytes | None]:
     except (ValueError, RecursionError) as exc:
         return None, _error_line(None, types.PARSE_ERROR, f"Parse error: not JSON ({exc})")
     request_id = _recover_id(value)
+    problem = envelope_problem(value)
+    if problem is not None:
+        return None, _error_line(request_id, types.INVALID_REQUEST, f"Invalid Request: {problem}")
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -32,7 +32,14 @@ from werkzeug.exceptions import HTTPException
 
 from robotmem import RobotMemory, ValidationError, strict_json
 from robotmem.adapters.web.api import ErrorResponse, api_bp
-from robotmem.adapters.web.remote import MAX_BODY_DEPTH, allowed_hosts, host_allowed, json_depth, remote_error
+from robotmem.adapters.web.remote import (
+    MAX_BODY_DEPTH,
+    allowed_hosts,
+    host_allowed,
+    json_depth,
+    local_paths,
+    remote_error,
+)
 from robotmem.config import load_settings, web_allowed_hosts
 
 __all__ = ["TOKEN_HEADER", "create_app", "serve"]
@@ -248,7 +255,7 @@ def create_app(
         return send_from_directory(STATIC_DIR, "index.html")
 
     _install_guards(app, token or memory.settings.web_token or None, hosts)
-    _install_error_handlers(app, [str(memory.path), str(memory.path.parent), str(memory.settings.home)])
+    _install_error_handlers(app, local_paths(memory))
     return app
 
 

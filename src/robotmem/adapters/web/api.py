@@ -8,6 +8,7 @@ and returns its result unchanged. Errors travel up to the single handler in ``ro
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 from flask import current_app
@@ -17,6 +18,7 @@ from flask_openapi3.types import ResponseDict
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from robotmem import RobotMemory
+from robotmem.adapters.web.remote import local_paths, without_paths
 from robotmem.service.browse import (
     CollectionInput,
     ListMemoriesInput,
@@ -110,8 +112,17 @@ def _dump(model: BaseModel) -> dict[str, Any]:
 
 @api_bp.get("/doctor", tags=[_browse])
 def doctor() -> Mapping[str, Any]:
-    """Health report: database, index consistency, embedder and search mode."""
-    return memory().doctor()
+    """Health report: database (its file name), index consistency, embedder and search mode.
+
+    No filesystem path goes over HTTP (a client may be on another machine, or behind a proxy that
+    makes it look local): ``database`` is the file name only and paths in the embedder's status are
+    ``<path>``. ``robotmem doctor`` on the machine shows them in full.
+    """
+    served = memory()
+    report: dict[str, Any] = dict(served.doctor())
+    report["database"] = PurePath(str(report["database"])).name
+    scrubbed: dict[str, Any] = without_paths(report, local_paths(served))
+    return scrubbed
 
 
 @api_bp.get("/stats", tags=[_browse])

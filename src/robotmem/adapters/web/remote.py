@@ -5,6 +5,7 @@
 - ``json_depth``: the nesting of a JSON body, measured on the raw bytes before any parser recurses.
 - ``remote_error``: the one place an exception becomes ``(code, message, status)`` for a client; it
   never shows a filesystem path, and answers 503 only for a fault a retry can cure.
+- ``without_paths``: the same scrubbing for a report a client reads (``GET /api/doctor``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from typing import Any
 
-from robotmem import DatabaseError, RobotMemError, strict_json
+from robotmem import DatabaseError, RobotMemError, RobotMemory, strict_json
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_ADDRESS = ("0.0.0.0", "::", "")
@@ -70,6 +72,22 @@ def scrub_paths(message: str, known: Iterable[str] = ()) -> str:
     for path in sorted((p for p in known if p and p not in ("/", ".")), key=len, reverse=True):
         message = message.replace(path, "<path>")
     return _PATH.sub("<path>", message)
+
+
+def local_paths(memory: RobotMemory) -> list[str]:
+    """Return the paths of ``memory`` a remote client must not see: the database, its directory, the home."""
+    return [str(memory.path), str(memory.path.parent), str(memory.settings.home)]
+
+
+def without_paths(value: Any, known: Iterable[str] = ()) -> Any:
+    """Return ``value`` with ``scrub_paths`` applied to every string in it, at any depth."""
+    if isinstance(value, str):
+        return scrub_paths(value, known)
+    if isinstance(value, dict):
+        return {key: without_paths(item, known) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_paths(item, known) for item in value]
+    return value
 
 
 def remote_error(exc: BaseException, known_paths: Iterable[str] = ()) -> tuple[str, str, int]:

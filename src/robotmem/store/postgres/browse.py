@@ -271,6 +271,12 @@ _CHECKS: dict[str, tuple[str, str]] = {
         "FROM memories m WHERE m.superseded_by IS NOT NULL "
         "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by)",
     ),
+    # A superseded memory whose successor is gone or is itself: hidden with nothing in its place.
+    "superseded_without_successor": (
+        "m.id",
+        "FROM memories m WHERE m.status = 'superseded' AND (m.superseded_by IS NULL OR m.superseded_by = m.id "
+        "OR NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by))",
+    ),
     "confidence_invalid": (
         "m.id",
         "FROM memories m WHERE NOT (m.confidence BETWEEN 0 AND 1) OR NOT (m.base_confidence BETWEEN 0 AND 1)",
@@ -372,7 +378,11 @@ class Maintenance:
 
     def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]:
         conn = self._conn
-        actions: dict[str, Any] = {"reindexed": False}
+        # Columns are typed on the server: a value of the wrong type cannot be stored to be rewritten.
+        actions: dict[str, Any] = {"reindexed": False, "columns_rewritten": 0}
+        # References and values first (a restored memory needs its text indexed), then the derived indexes.
+        actions.update(self._repair_references(now))
+        actions.update(self._repair_values(now))
         rows = conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id").fetchall()
         actions["fts_rows_indexed"] = text_index.rebuild(conn, ((int(m), index_text(c)) for m, c in rows))
         stale = conn.execute(
@@ -397,8 +407,6 @@ class Maintenance:
             {"vectors_tombstoned": stale, "vectors_unmarked": unmarked, "vectors_remarked": remarked}
         )
         actions["context_values_indexed"] = self._rebuild_values()
-        actions.update(self._repair_references(now))
-        actions.update(self._repair_values(now))
         return actions
 
     def _expected_values(self) -> dict[int, set[tuple[str, str]]]:
@@ -464,7 +472,12 @@ class Maintenance:
         closed = conn.execute(
             "UPDATE sessions SET status = 'ended' WHERE status = 'active' AND ended_at IS NOT NULL"
         ).rowcount
+        column, body = _CHECKS["superseded_without_successor"]
+        restored = conn.execute(
+            f"UPDATE memories SET status = 'active', superseded_by = NULL WHERE id IN (SELECT {column} {body})"
+        ).rowcount
         return {
+            "superseded_restored": restored,
             "tags_deleted": tags,
             "payloads_deleted": payloads,
             "sessions_recreated": len(missing),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -31,6 +32,17 @@ _TOO_COMPLEX = (
 )
 
 
+_NOT_JSON_HINT = (
+    "a stored JSON column holds text that is not JSON (written by another program); "
+    "`robotmem check` lists such rows and `robotmem repair` rewrites them"
+)
+
+
+def not_json_error(exc: json.JSONDecodeError, path: Path | str) -> DatabaseError:
+    """Return the ``DatabaseError`` for stored text that a JSON column should hold but does not."""
+    return DatabaseError(f"database {path}: {_NOT_JSON_HINT} (json: {exc.msg} at position {exc.pos})")
+
+
 def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError | ValidationError:
     """Return a ``DatabaseError`` that says what went wrong with ``path`` and what to do about it.
 
@@ -53,6 +65,8 @@ def describe_error(exc: sqlite3.Error, path: Path | str) -> DatabaseError | Vali
             "the file is not a SQLite database, so not a robotmem database; check --db and ROBOTMEM_HOME "
             "(robotmem changes nothing in it)"
         )
+    elif "malformed json" in lowered:
+        hint = _NOT_JSON_HINT
     elif "malformed" in lowered or "corrupt" in lowered:
         hint = "the file is not a valid robotmem database; restore a backup or run `robotmem doctor --repair`"
     elif "unable to open" in lowered:
@@ -194,6 +208,9 @@ def write(
                 delay = min(delay * 2, 1.0)
                 continue
             raise describe_error(exc, path) from None
+        except json.JSONDecodeError as exc:  # a stored JSON column another program wrote
+            _rollback(conn)
+            raise not_json_error(exc, path) from None
         except BaseException:
             _rollback(conn)
             raise
@@ -223,3 +240,5 @@ def read(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], *, p
             _rollback(conn)
     except sqlite3.Error as exc:
         raise describe_error(exc, path) from None
+    except json.JSONDecodeError as exc:  # a stored JSON column another program wrote
+        raise not_json_error(exc, path) from None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.records import IntegrityReport
-from robotmem.store.sqlite import fts, values, vectors
+from robotmem.store.sqlite import columns, fts, values, vectors
 from robotmem.text import index_text
 from robotmem.validation import read_timestamp
 
@@ -28,6 +28,10 @@ _BAD_SESSION_TIME = (
 _BAD_CONFIDENCE = (
     "(typeof(m.confidence) NOT IN ('real', 'integer') OR NOT m.confidence BETWEEN 0 AND 1 "
     "OR typeof(m.base_confidence) NOT IN ('real', 'integer') OR NOT m.base_confidence BETWEEN 0 AND 1)"
+)
+_SUPERSEDED_WITHOUT_SUCCESSOR = (
+    "m.status = 'superseded' AND (m.superseded_by IS NULL OR m.superseded_by = m.id "
+    "OR NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by))"
 )
 # Each check is a name, the SQL that lists offending ids (at most ``:limit``) and the SQL counting them.
 _CHECKS: dict[str, str] = {
@@ -63,6 +67,8 @@ _CHECKS: dict[str, str] = {
     "sessions_inconsistent": "FROM sessions s WHERE (s.status = 'ended') != (s.ended_at IS NOT NULL)",
     "supersede_dangling": "FROM memories m WHERE m.superseded_by IS NOT NULL "
     "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.superseded_by)",
+    # Superseded memories are hidden from recall; without a successor the lesson is lost to it.
+    "superseded_without_successor": f"FROM memories m WHERE {_SUPERSEDED_WITHOUT_SUCCESSOR}",
     # Times not in the stored UTC form (written by an older import): decay and time order misread them.
     "times_invalid": f"FROM memories m WHERE {_BAD_MEMORY_TIME}",
     "session_times_invalid": f"FROM sessions s WHERE {_BAD_SESSION_TIME}",
@@ -83,7 +89,37 @@ _ID_COLUMN = {
     "sessions_inconsistent": "s.id",
     "session_times_invalid": "s.id",
     "context_values_stale": "d.memory_id",
+    "session_columns_invalid": "s.id",
 }
+
+
+def _invalid(conn: sqlite3.Connection, table: str, alias: str) -> str:
+    kinds, skip = columns.TABLES[table]
+    return columns.sql_invalid_row(alias, kinds, _column_names(conn, table), skip)
+
+
+def _column_names(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _checks(conn: sqlite3.Connection) -> dict[str, str]:
+    """Return every check: the fixed ones and those built from the columns the tables have.
+
+    Values of a kind robotmem never writes (a BLOB, text that is not JSON, a context that is not an
+    object: ``columns``) in a memory, its tags or payload, or a session or its outcome.
+    """
+    return {
+        **_CHECKS,
+        "columns_invalid": f"FROM memories m WHERE {_invalid(conn, 'memories', 'm')} "
+        f"OR EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id AND {_invalid(conn, 'memory_tags', 't')}) "
+        "OR EXISTS (SELECT 1 FROM perception_payloads p WHERE p.memory_id = m.id "
+        f"AND {_invalid(conn, 'perception_payloads', 'p')})",
+        "session_columns_invalid": f"FROM sessions s WHERE {_invalid(conn, 'sessions', 's')} "
+        "OR EXISTS (SELECT 1 FROM session_outcomes o WHERE o.session_id = s.id "
+        f"AND {_invalid(conn, 'session_outcomes', 'o')})",
+    }
+
+
 SAMPLE = 20
 
 
@@ -110,7 +146,8 @@ def _fts_stale(conn: sqlite3.Connection) -> tuple[int, list[int]]:
         "WHERE m.status = 'active'"
     )
     for memory_id, content, body in rows:
-        if body != index_text(content):
+        # Content that is not text (``columns_invalid``) cannot have a right FTS row either.
+        if not isinstance(content, str) or body != index_text(content):
             stale.append(int(memory_id))
     return len(stale), stale[:SAMPLE]
 
@@ -140,7 +177,7 @@ def _check_indexes(conn: sqlite3.Connection, integrity: tuple[str, ...]) -> Inte
     foreign_keys = len(conn.execute("PRAGMA foreign_key_check").fetchall())
     counts: dict[str, int] = {}
     samples: dict[str, list[Any]] = {}
-    for name, body in _CHECKS.items():
+    for name, body in _checks(conn).items():
         counts[name] = _scalar(conn, f"SELECT COUNT(*) {body}")
         column = _ID_COLUMN.get(name, "m.id")
         samples[name] = [
@@ -181,7 +218,40 @@ def rebuild_context_values(conn: sqlite3.Connection) -> int:
 
 def _ids(conn: sqlite3.Connection, name: str) -> list[Any]:
     column = _ID_COLUMN.get(name, "m.id")
-    return [r[0] for r in conn.execute(f"SELECT {column} {_CHECKS[name]}")]
+    return [r[0] for r in conn.execute(f"SELECT {column} {_checks(conn)[name]}")]
+
+
+def repair_columns(conn: sqlite3.Connection) -> dict[str, int]:
+    """Rewrite every value of a wrong kind in the form its column must hold (``columns.repaired``).
+
+    Row by row and column by column, so nothing else in a row changes. A tag that becomes equal to
+    another tag of its memory is deleted (it was that tag).
+    """
+    fixed = 0
+    for table, (kinds, skip) in columns.TABLES.items():
+        present = _column_names(conn, table)
+        names = [name for name in kinds if name in present and name not in skip]
+        invalid = columns.sql_invalid_row("x", kinds, present, skip)
+        rows = conn.execute(
+            f"SELECT x.rowid, {', '.join(f'x.{n}' for n in names)} FROM {table} x WHERE {invalid}"
+        )
+        for rowid, *stored in rows.fetchall():
+            changes = {
+                name: columns.repaired(value, kinds[name])
+                for name, value in zip(names, stored, strict=True)
+                if columns.problem(value, kinds[name]) is not None
+            }
+            if not changes:
+                continue
+            assignments = ", ".join(f"{name} = :{name}" for name in changes)
+            try:
+                conn.execute(
+                    f"UPDATE {table} SET {assignments} WHERE rowid = :rowid", {**changes, "rowid": rowid}
+                )
+            except sqlite3.IntegrityError:  # a tag equal to one its memory already has
+                conn.execute(f"DELETE FROM {table} WHERE rowid = :rowid", {"rowid": rowid})
+            fixed += 1
+    return {"columns_rewritten": fixed}
 
 
 def repair_vectors(conn: sqlite3.Connection) -> dict[str, int]:
@@ -241,6 +311,12 @@ def repair_references(conn: sqlite3.Connection, now: str) -> dict[str, int]:
     closed = conn.execute(
         "UPDATE sessions SET status = 'ended' WHERE status = 'active' AND ended_at IS NOT NULL"
     ).rowcount
+    # A superseded memory whose successor is gone (or is itself) is recalled again: hidden with
+    # nothing in its place, its lesson would be lost.
+    restored = conn.execute(
+        "UPDATE memories SET status = 'active', superseded_by = NULL WHERE id IN "
+        f"(SELECT m.id FROM memories m WHERE {_SUPERSEDED_WITHOUT_SUCCESSOR})"
+    ).rowcount
     unlinked = conn.execute(
         "UPDATE memories SET superseded_by = NULL WHERE superseded_by IS NOT NULL "
         "AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = memories.superseded_by)"
@@ -251,6 +327,7 @@ def repair_references(conn: sqlite3.Connection, now: str) -> dict[str, int]:
         "sessions_recreated": len(missing),
         "sessions_fixed": fixed_sessions + closed,
         "supersede_links_cleared": unlinked,
+        "superseded_restored": restored,
     }
 
 

@@ -13,7 +13,7 @@ from robotmem import strict_json
 from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
 from robotmem.records import Memory, NewMemory
-from robotmem.store.sqlite import fts
+from robotmem.store.sqlite import columns, fts
 from robotmem.validation import is_stored_timestamp, read_timestamp
 
 COLUMNS = (
@@ -29,7 +29,15 @@ def _dumps(value: Any) -> str:
 
 
 def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
-    """Return the ``Memory`` for a row selected with ``COLUMNS``."""
+    """Return the ``Memory`` for a row selected with ``COLUMNS``.
+
+    A value of a wrong kind (a BLOB, text in a number column, a context that is not a JSON object:
+    written by another program, reported by ``check``) is read as ``repair`` would rewrite it
+    (``columns.repaired``), so one odd row cannot break a recall or a listing.
+    """
+    if not _well_typed(row):
+        row = [_as_kind(value, kind) for value, kind in zip(row, _ROW_KINDS, strict=True)]
+    context = _context(row[12])
     return Memory(
         id=row[0],
         collection=row[1],
@@ -43,7 +51,7 @@ def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
         created_at=row[9],
         updated_at=row[10],
         access_count=row[11],
-        context=strict_json.loads(row[12]) if row[12] else {},
+        context=context,
         status=row[13],
         superseded_by=row[14],
         merged_ids=tuple(json.loads(row[15] or "[]")),
@@ -56,6 +64,47 @@ def row_to_memory(row: Sequence[Any], tags: Iterable[str]) -> Memory:
         uid=row[22],
         tags=tuple(tags),
     )
+
+
+# The kind of each column of ``COLUMNS``, in order (``columns.MEMORY_COLUMNS``), and the Python types
+# each may have when well formed (JSON columns are text here; ``_context`` reads the object).
+_ROW_KINDS = tuple(columns.MEMORY_COLUMNS[name.strip().removeprefix("m.")] for name in COLUMNS.split(","))
+_ROW_TYPES = tuple(
+    ({"integer": (int,), "number": (int, float)}.get(kind.rstrip("?"), (str,)))
+    + ((type(None),) if kind.endswith("?") else ())
+    for kind in _ROW_KINDS
+)
+_SIGNATURES: dict[tuple[type, ...], bool] = {}
+
+
+def _well_typed(row: Sequence[Any]) -> bool:
+    """The quick test every row passes unless another program wrote it: the types of its values only.
+
+    A row's tuple of value types is looked up in a small cache, so the test costs one ``map``.
+    """
+    signature = tuple(map(type, row))
+    known = _SIGNATURES.get(signature)
+    if known is None:
+        known = all(t in allowed for t, allowed in zip(signature, _ROW_TYPES, strict=True))
+        if len(_SIGNATURES) < 4096:
+            _SIGNATURES[signature] = known
+    return known
+
+
+def _as_kind(value: Any, kind: str) -> Any:
+    return value if columns.problem(value, kind) is None else columns.repaired(value, kind)
+
+
+def _context(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = strict_json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    return dict(strict_json.loads(columns.repaired(text, "object")))
 
 
 def insert(conn: sqlite3.Connection, new: NewMemory) -> int:
@@ -139,7 +188,9 @@ def fetch(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Memory]:
         for memory_id, tag in conn.execute(
             f"SELECT memory_id, tag FROM memory_tags WHERE memory_id IN ({marks}) ORDER BY rowid", chunk
         ):
-            tags.setdefault(memory_id, []).append(tag)
+            tags.setdefault(memory_id, []).append(
+                tag if isinstance(tag, str) else columns.repaired(tag, "text")
+            )
         for row in conn.execute(f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks})", chunk):
             found[row[0]] = row_to_memory(row, tags.get(row[0], ()))
     return found

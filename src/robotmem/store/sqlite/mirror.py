@@ -34,6 +34,7 @@ What keeps the mirror right — check each when a change touches storage or filt
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import threading
@@ -75,6 +76,15 @@ _EXACT_INT = 2**53  # integers up to this size are exact as float64
 _NULL, _NUMBER, _TEXT = 0, 1, 2
 # Operators a value column answers exactly like SQLite (see ``_from_values``); others use SQL.
 _VALUE_OPERATORS = frozenset({"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$between", "$in", "$nin"})
+
+
+def _as_sqlite_orders(value: Any) -> float:
+    """Return a stored number as a float; text or a BLOB (another program wrote it; ``robotmem check``
+    reports it) as infinity, since SQLite orders text and BLOBs after every number, so the mirror
+    compares it as ``m.confidence >= :min`` does."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    return math.inf
 
 
 class _Values:
@@ -250,7 +260,7 @@ class RecallMirror:
             code = self._collections.setdefault(collection, len(self._collections))
             self._collection[memory_id] = code
             self._active[memory_id] = bool(active)
-            self._confidence[memory_id] = float(confidence)
+            self._confidence[memory_id] = _as_sqlite_orders(confidence)
             if session is None:
                 self._session[memory_id] = -1
             else:

@@ -34,7 +34,7 @@ def _memory_records(
     names = transfer.columns(conn, "memories")
     select = ", ".join(f"m.{name}" for name in names)
     rows = conn.execute(f"SELECT {select} FROM memories m {where}", params).fetchall()
-    records = [transfer.row_dict(names, row, transfer.MEMORY_JSON_COLUMNS) for row in rows]
+    records = [transfer.row_dict(names, row, "memory") for row in rows]
     if not records:
         return []
     model = vectors.stored_model(conn) if with_vectors else None
@@ -71,9 +71,7 @@ def changed_sessions(conn: sqlite3.Connection, after: int, limit: int) -> tuple[
         {"after": after, "limit": limit},
     ).fetchall()
     records = [
-        transfer.session_record(
-            conn, transfer.row_dict(names, row[1:], transfer.SESSION_JSON_COLUMNS), outcome_names
-        )
+        transfer.session_record(conn, transfer.row_dict(names, row[1:], "session"), outcome_names)
         for row in rows
         if row[1] is not None
     ]
@@ -103,7 +101,7 @@ def sessions_by_id(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict
         chunk = {f"s{i}": sid for i, sid in enumerate(session_ids[start : start + 500])}
         marks = ", ".join(f":{key}" for key in chunk)
         for row in conn.execute(f"SELECT {select} FROM sessions WHERE id IN ({marks})", chunk):
-            record = transfer.row_dict(names, row, transfer.SESSION_JSON_COLUMNS)
+            record = transfer.row_dict(names, row, "session")
             found[str(record["id"])] = transfer.session_record(conn, record, outcome_names)
     return found
 

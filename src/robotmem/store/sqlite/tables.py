@@ -229,6 +229,9 @@ class Transfer:
     def count_memories(self, collection: str | None) -> int:
         return transfer.count_memories(self._conn, collection)
 
+    def count_sessions(self, collection: str | None) -> int:
+        return transfer.count_sessions(self._conn, collection)
+
     def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]:
         return transfer.iter_sessions(self._conn, collection)
 
@@ -357,11 +360,13 @@ class Maintenance:
         if report.integrity != ("ok",):
             maintenance.reindex(self._conn)
             actions["reindexed"] = True
+        # Values first (a restored memory needs its text indexed), then the derived indexes.
+        actions.update(maintenance.repair_columns(self._conn))
+        actions.update(maintenance.repair_references(self._conn, now))
+        actions.update(maintenance.repair_values(self._conn, now))
         actions["fts_rows_indexed"] = maintenance.rebuild_fts(self._conn)
         actions["context_values_indexed"] = maintenance.rebuild_context_values(self._conn)
         actions.update(maintenance.repair_vectors(self._conn))
-        actions.update(maintenance.repair_references(self._conn, now))
-        actions.update(maintenance.repair_values(self._conn, now))
         return actions
 
     def index_report(self) -> IndexHealth:

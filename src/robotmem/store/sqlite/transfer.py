@@ -11,7 +11,16 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from robotmem.errors import ValidationError
 from robotmem.store.sqlite import fts, vectors
+from robotmem.store.sqlite.columns import (
+    MEMORY_COLUMNS,
+    OUTCOME_COLUMNS,
+    PAYLOAD_COLUMNS,
+    SESSION_COLUMNS,
+    TAG_COLUMNS,
+    read_row,
+)
 
 # Columns holding JSON text: exported parsed, stored back as compact JSON.
 MEMORY_JSON_COLUMNS = frozenset({"context", "scope_files", "scope_entities", "merged_ids"})
@@ -36,11 +45,19 @@ def columns(conn: sqlite3.Connection, table: str) -> list[str]:
 # ---- export ----------------------------------------------------------------------------------------
 
 
-def row_dict(names: Sequence[str], row: Sequence[Any], json_columns: frozenset[str]) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for name, value in zip(names, row, strict=True):
-        record[name] = json.loads(value) if name in json_columns and isinstance(value, str) else value
-    return record
+_ROW_KINDS = {"memory": MEMORY_COLUMNS, "session": SESSION_COLUMNS, "outcome of session": OUTCOME_COLUMNS}
+
+
+def row_dict(names: Sequence[str], row: Sequence[Any], table: str) -> dict[str, Any]:
+    """Return a row of ``table`` (``memory``, ``session``, ``outcome of session``) as a dict, JSON parsed.
+
+    Raises ``ValidationError`` naming the row and column for a value of a wrong kind (a BLOB, text
+    that is not JSON, ...: ``columns.read_row``), which no export may carry.
+    """
+    key = "session_id" if table == "outcome of session" else "id"
+    identity = row[names.index(key)] if key in names else "?"
+    what = f"memory {identity}" if table == "memory" else f"{table} {identity!r}"
+    return read_row(what, names, row, _ROW_KINDS[table])
 
 
 def count_memories(conn: sqlite3.Connection, collection: str | None) -> int:
@@ -52,18 +69,28 @@ def count_memories(conn: sqlite3.Connection, collection: str | None) -> int:
     return int(row[0])
 
 
+# The sessions an export of one collection (or of all, for NULL) carries.
+_SESSIONS_OF = (
+    "FROM sessions s WHERE :collection IS NULL OR s.collection = :collection "
+    "OR s.id IN (SELECT session_id FROM memories WHERE collection = :collection)"
+)
+
+
+def count_sessions(conn: sqlite3.Connection, collection: str | None) -> int:
+    """Return how many sessions ``iter_sessions`` yields for ``collection``."""
+    return int(conn.execute(f"SELECT COUNT(*) {_SESSIONS_OF}", {"collection": collection}).fetchone()[0])
+
+
 def iter_sessions(conn: sqlite3.Connection, collection: str | None) -> Iterator[dict[str, Any]]:
     """Yield every session of ``collection`` (or all), and sessions its memories name, with ``outcome``."""
     names = columns(conn, "sessions")
     outcome_names = columns(conn, "session_outcomes")
     select = ", ".join(f"s.{name}" for name in names)
     rows = conn.execute(
-        f"SELECT {select} FROM sessions s WHERE :collection IS NULL OR s.collection = :collection "
-        "OR s.id IN (SELECT session_id FROM memories WHERE collection = :collection) ORDER BY s.created_at, s.id",
-        {"collection": collection},
+        f"SELECT {select} {_SESSIONS_OF} ORDER BY s.created_at, s.id", {"collection": collection}
     ).fetchall()
     for row in rows:
-        yield session_record(conn, row_dict(names, row, SESSION_JSON_COLUMNS), outcome_names)
+        yield session_record(conn, row_dict(names, row, "session"), outcome_names)
 
 
 def session_record(
@@ -77,7 +104,7 @@ def session_record(
     if outcome is None:
         record["outcome"] = None
     else:
-        record["outcome"] = row_dict(outcome_names, outcome, SESSION_JSON_COLUMNS)
+        record["outcome"] = row_dict(outcome_names, outcome, "outcome of session")
         record["outcome"].pop("session_id", None)
     return record
 
@@ -103,7 +130,7 @@ def iter_memories(
         ).fetchall()
         if not rows:
             return
-        records = [row_dict(names, row, MEMORY_JSON_COLUMNS) for row in rows]
+        records = [row_dict(names, row, "memory") for row in rows]
         ids = [int(r["id"]) for r in records]
         after = ids[-1]
         yield from complete_records(conn, records, ids, model if with_vectors else None)
@@ -117,16 +144,16 @@ def complete_records(
     for memory_id, tag, source in conn.execute(
         f"SELECT memory_id, tag, source FROM memory_tags WHERE memory_id IN ({marks}) ORDER BY rowid", ids
     ):
+        if type(tag) is not str or type(source) is not str:
+            read_row(f"tag of memory {memory_id}", ("tag", "source"), (tag, source), TAG_COLUMNS)
         tags.setdefault(memory_id, []).append({"tag": tag, "source": source})
-    perception = {
-        int(r[0]): {
-            "data": json.loads(r[1]) if r[1] is not None else None,
-            "metadata": json.loads(r[2]) if r[2] is not None else None,
-        }
-        for r in conn.execute(
-            f"SELECT memory_id, data, metadata FROM perception_payloads WHERE memory_id IN ({marks})", ids
+    perception: dict[int, dict[str, Any]] = {}
+    for memory_id, data, metadata in conn.execute(
+        f"SELECT memory_id, data, metadata FROM perception_payloads WHERE memory_id IN ({marks})", ids
+    ):
+        perception[int(memory_id)] = read_row(
+            f"payload of memory {memory_id}", ("data", "metadata"), (data, metadata), PAYLOAD_COLUMNS
         )
-    }
     blobs: dict[int, bytes] = {}
     if model is not None:
         blobs = {
@@ -145,9 +172,16 @@ def complete_records(
     for record in records:
         memory_id = int(record["id"])
         superseded_by = record.get("superseded_by")
+        successor = None if superseded_by is None else uids.get(int(superseded_by))
+        if record.get("status") == "superseded" and (successor is None or superseded_by == memory_id):
+            # Import refuses it (the lesson would be hidden with nothing in its place): say so here.
+            raise ValidationError(
+                f"memory {memory_id}: superseded, but its successor ({superseded_by}) is missing; "
+                "`robotmem check` lists such memories and `robotmem repair` makes them active again"
+            )
         yield {
             "memory": record,
-            "superseded_by_uid": None if superseded_by is None else uids.get(int(superseded_by)),
+            "superseded_by_uid": successor,
             "merged_uids": [uids[i] for i in record.get("merged_ids") or [] if i in uids],
             "tags": tags.get(memory_id, []),
             "perception": perception.get(memory_id),
