@@ -158,6 +158,13 @@ def _index_values(conn: psycopg.Connection, memory_id: int) -> None:
         )
 
 
+# The sessions of a collection (all for NULL), and those its memories name.
+_SESSIONS_OF = (
+    "FROM sessions s WHERE %(c)s::text IS NULL OR s.collection = %(c)s "
+    "OR s.id IN (SELECT session_id FROM memories WHERE collection = %(c)s)"
+)
+
+
 class Transfer:
     """``TransferRows`` on PostgreSQL."""
 
@@ -174,11 +181,13 @@ class Transfer:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def count_sessions(self, collection: str | None) -> int:
+        row = self._conn.execute(f"SELECT COUNT(*) {_SESSIONS_OF}", {"c": collection}).fetchone()
+        return int(row[0]) if row else 0
+
     def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]:
         rows = self._conn.execute(
-            f"SELECT {', '.join('s.' + c for c in SESSION_COLUMNS)} FROM sessions s "
-            "WHERE %(c)s::text IS NULL OR s.collection = %(c)s "
-            "OR s.id IN (SELECT session_id FROM memories WHERE collection = %(c)s) ORDER BY s.created_at, s.id",
+            f"SELECT {', '.join('s.' + c for c in SESSION_COLUMNS)} {_SESSIONS_OF} ORDER BY s.created_at, s.id",
             {"c": collection},
         ).fetchall()
         for row in rows:
