@@ -58,11 +58,15 @@ def record_model(conn: psycopg.Connection, model_id: str, dim: int) -> None:
     _set_meta(conn, {"embed_model_id": model_id, "embed_dim": str(dim)})
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(INDEX_NAME)))
     if 0 < dim <= 16000:
+        # Only rows of this dimension: a re-embedding rebuilds the index in the transaction that swapped
+        # the vectors, where the old row versions (another dimension) are still indexed, and a process
+        # still on the old model may write a vector of the old dimension; neither may fail the cast.
+        # ``search_vectors`` names the same ``vector_dims`` condition, so the planner may use the index.
         conn.execute(
             sql.SQL(
                 "CREATE INDEX {} ON memories USING hnsw ((embedding::vector({})) vector_cosine_ops) "
-                "WHERE status = 'active'"
-            ).format(sql.Identifier(INDEX_NAME), sql.Literal(dim))
+                "WHERE status = 'active' AND vector_dims(embedding) = {}"
+            ).format(sql.Identifier(INDEX_NAME), sql.Literal(dim), sql.Literal(dim))
         )
 
 
