@@ -303,7 +303,9 @@ def _checked(settings: Settings) -> Settings:
         )
     if settings.database_url and not settings.database_url.startswith(("postgresql://", "postgres://")):
         raise _out_of_range(
-            "database_url", _redacted(settings.database_url), "a postgresql://user@host:port/dbname address or empty"
+            "database_url",
+            _redacted(settings.database_url),
+            "a postgresql://user@host:port/dbname address or empty",
         )
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise _out_of_range("log_level", settings.log_level, "one of DEBUG INFO WARNING ERROR CRITICAL")
