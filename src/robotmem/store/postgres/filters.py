@@ -6,7 +6,8 @@ text (a string, or an array/object as its minified JSON); any number sorts befor
 compares byte by byte. A record column compares under its type affinity: a numeric column reads a
 numeric-looking text operand as a number, a text column reads a number operand as its text.
 
-Here the same tree becomes SQL over ``memories m`` whose context is ``json`` (the text as written). The
+Here the same tree becomes SQL over ``memories m`` whose context is ``json`` (the text as written: every
+write through the store writes it compact, as ``json_extract`` gives an array or object). The
 schema's ``rm_num``/``rm_txt`` functions split a JSON value into SQLite's two comparable classes, and
 each comparison is written per class: a number operand against a text value is decided by the class
 alone, as in SQLite. Numbers compare as ``numeric``: stored reals are the shortest decimal of their
