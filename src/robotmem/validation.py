@@ -211,10 +211,12 @@ def parse_json_object(field: str, raw: Any, max_bytes: int) -> dict[str, Any]:
 
 
 def check_context_keys(field: str, value: Any) -> None:
-    """Raise ``ValidationError`` for an object key containing a double quote, at any depth.
+    """Raise ``ValidationError`` for an object key containing a double quote, or a key or string holding a
+    NUL character, at any depth.
 
     SQLite's JSON paths end a quoted key at the first ``"``, so such a key could be stored but never
-    filtered or sorted on; it is refused when written instead of failing silently later.
+    filtered or sorted on; SQLite reads a string only up to a NUL, and PostgreSQL cannot read a context
+    holding one at all. Such contexts are refused when written instead of failing later.
     """
     stack = [value]
     while stack:
@@ -226,9 +228,15 @@ def check_context_keys(field: str, value: Any) -> None:
                         f'{field}: key {key!r} contains a double quote ("), which filters and '
                         "spatial_sort cannot address; rename the key"
                     )
+                if "\x00" in key:
+                    raise ValidationError(f"{field}: key {key!r} contains a NUL character; remove it")
                 stack.append(child)
         elif isinstance(node, list):
             stack.extend(node)
+        elif isinstance(node, str) and "\x00" in node:
+            raise ValidationError(
+                f"{field}: the text {_short(node)} contains a NUL character, which filters cannot read; remove it"
+            )
 
 
 def parse_payload(field: str, raw: Any, max_bytes: int) -> tuple[Any, str | None]:

@@ -291,6 +291,8 @@ BAD_CALLS = [
     ("learn", {"insight": "ok text", "context": "{not json"}, "context"),
     ("learn", {"insight": "ok text", "context": "[1, 2]"}, "context"),
     ("learn", {"insight": "ok text", "context": {"a": float("nan")}}, "context"),
+    ("learn", {"insight": "ok text", "context": {"a": ["grip", "x\x00y"]}}, "NUL"),
+    ("update", {"memory_id": 1, "new_content": "new text", "context": {"k\x00": 1}}, "NUL"),
     ("learn", {"insight": 42}, "insight"),
     ("recall", {"query": "cup", "n": 0}, "n"),
     ("recall", {"query": "cup", "n": 101}, "n"),
