@@ -228,7 +228,7 @@ class PgCandidates:
         rows = self._conn.execute(
             "SELECT m.id FROM memories m WHERE m.id = ANY(%s) "
             "AND json_typeof(m.context -> 'env' -> 'sim_or_real') = 'string' "
-            "AND (m.context -> 'env' ->> 'sim_or_real') = 'real'",
+            "AND rm_str(m.context -> 'env' -> 'sim_or_real') = 'real'",
             (list(ids),),
         )
         return {int(r[0]) for r in rows}

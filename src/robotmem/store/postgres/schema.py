@@ -12,7 +12,8 @@ sync records are the same on both engines; what differs is how search is stored:
   per recorded model (``vector_index``) serves large stores.
 - ``context`` is ``json`` (the text exactly as written), so a filter reads arrays and objects as the
   same minified text SQLite's ``json_extract`` returns, and keys keep their order.
-- The ``rm_*`` functions give a JSON value the value SQLite would compare (``filters`` in this package).
+- The ``rm_*`` functions give a JSON value the value SQLite would compare (``filters`` in this package):
+  version 2 splits numbers into SQLite's INTEGER and REAL, compared by exact value.
 """
 
 from __future__ import annotations
@@ -225,7 +226,79 @@ def _migrate_v1(conn: psycopg.Connection) -> None:
         )
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1,)
+# SQLite's classes of a compared value (``filters`` in this package): numbers compare by exact value, so an
+# integer is kept exact and any other number as the double SQLite reads it; a double is written as text
+# the way SQLite writes a REAL (``%!.15g``; PostgreSQL's float8 to numeric cast rounds to those 15 digits).
+_V2 = r"""
+-- A JSON string's text as SQLite's json_extract gives it: cut at a NUL (which PostgreSQL text cannot hold;
+-- "\u0000" is found past escaped backslashes, which are two characters of the JSON text).
+CREATE OR REPLACE FUNCTION rm_str(j json) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN json_typeof(j) <> 'string' THEN NULL
+              WHEN strpos(replace(j::text, '\\', E'\x01\x01'), '\u0000') = 0 THEN j #>> '{}'
+              ELSE (left(j::text, strpos(replace(j::text, '\\', E'\x01\x01'), '\u0000') - 1) || '"')::json
+                   #>> '{}' END $$;
+-- Its text (SQLite: a string's text, an array's or object's minified JSON), or NULL for any other kind.
+CREATE OR REPLACE FUNCTION rm_txt(j json) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE json_typeof(j) WHEN 'string' THEN rm_str(j) WHEN 'array' THEN j::text
+                              WHEN 'object' THEN j::text END $$;
+CREATE OR REPLACE FUNCTION rm_is_int(t text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN t ~ '^-?[0-9]{1,19}$'
+              THEN t::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 ELSE FALSE END $$;
+-- An INTEGER: an integer literal within 64 bits, or true/false as 1/0.
+CREATE OR REPLACE FUNCTION rm_int(j json) RETURNS numeric LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE json_typeof(j)
+              WHEN 'number' THEN CASE WHEN rm_is_int(j #>> '{}') THEN (j #>> '{}')::numeric END
+              WHEN 'boolean' THEN (CASE WHEN j::text = 'true' THEN 1 ELSE 0 END)::numeric END $$;
+-- A REAL: any other number (past a double's range: an infinity, as SQLite reads it).
+CREATE OR REPLACE FUNCTION rm_real(j json) RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN json_typeof(j) = 'number' THEN
+              CASE WHEN rm_is_int(j #>> '{}') THEN NULL
+                   WHEN abs((j #>> '{}')::numeric) < 1.797693134862315807e308 THEN (j #>> '{}')::float8
+                   ELSE sign((j #>> '{}')::numeric)::float8 * 'Infinity'::float8 END END $$;
+CREATE OR REPLACE FUNCTION rm_real_text(x double precision) RETURNS text LANGUAGE plpgsql IMMUTABLE
+PARALLEL SAFE STRICT AS $$
+DECLARE
+    plain text;
+    whole text;
+    fraction text;
+    digits text;
+    exponent int;
+BEGIN
+    IF x = 'Infinity'::float8 THEN RETURN 'Inf'; END IF;
+    IF x = '-Infinity'::float8 THEN RETURN '-Inf'; END IF;
+    IF x = 0 THEN RETURN '0.0'; END IF;
+    plain := trim_scale(abs(x)::numeric)::text;
+    whole := split_part(plain, '.', 1);
+    fraction := split_part(plain, '.', 2);
+    IF whole <> '0' THEN
+        exponent := length(whole) - 1;
+        digits := rtrim(whole || fraction, '0');
+    ELSE
+        exponent := -(length(fraction) - length(ltrim(fraction, '0')) + 1);
+        digits := rtrim(ltrim(fraction, '0'), '0');
+    END IF;
+    IF exponent < -4 OR exponent >= 15 THEN
+        plain := left(digits, 1) || '.' || coalesce(nullif(substr(digits, 2), ''), '0') || 'e'
+            || CASE WHEN exponent < 0 THEN '-' ELSE '+' END || lpad(abs(exponent)::text, 2, '0');
+    ELSIF fraction = '' THEN
+        plain := plain || '.0';
+    END IF;
+    RETURN CASE WHEN x < 0 THEN '-' ELSE '' END || plain;
+END $$;
+-- The text SQLite's instr() sees for a JSON value (an INTEGER's digits, a REAL as %!.15g, true/false as 1/0).
+CREATE OR REPLACE FUNCTION rm_instr_text(j json) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE json_typeof(j) WHEN 'string' THEN rm_str(j)
+                              WHEN 'number' THEN coalesce(rm_int(j)::text, rm_real_text(rm_real(j)))
+                              WHEN 'boolean' THEN (CASE WHEN j::text = 'true' THEN '1' ELSE '0' END)
+                              WHEN 'array' THEN j::text WHEN 'object' THEN j::text END $$;
+"""
+
+
+def _migrate_v2(conn: psycopg.Connection) -> None:
+    conn.execute(_V2)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1, _migrate_v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
