@@ -198,10 +198,11 @@ class Browse:
 
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
-            "SELECT DISTINCT j.key FROM memories m, json_each(m.context -> 'spatial') AS j "
+            # Keys in byte order, as SQLite sorts them (DISTINCT needs the sort key in the select list).
+            "SELECT DISTINCT j.key COLLATE \"C\" AS key FROM memories m, json_each(m.context -> 'spatial') AS j "
             "WHERE m.status = 'active' AND json_typeof(m.context -> 'spatial') = 'object' "
             "AND (%(c)s::text IS NULL OR m.collection = %(c)s) AND json_typeof(j.value) = 'array' "
-            'ORDER BY j.key COLLATE "C"',
+            "ORDER BY 1",
             {"c": collection},
         )
         return [f"spatial.{r[0]}" for r in rows]
