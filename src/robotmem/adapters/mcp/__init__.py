@@ -337,7 +337,7 @@ def serve(db: str | None = None, collection: str | None = None, embed_backend: s
     ready = threading.Event()
     server = build_server(memory, ready=ready)
     threading.Thread(target=_warm_up, args=(memory, ready), name="robotmem-warm-up", daemon=True).start()
-    log.info("serving MCP over stdio: database %s, collection %s", memory.path, memory.collection)
+    log.info("serving MCP over stdio: database %s, collection %s", memory.location, memory.collection)
     try:
         source, sink = claim_stdio()
         anyio.run(run_stdio, server, source, sink)

@@ -298,7 +298,7 @@ def serve(
             channel_timeout_s=settings.web_channel_timeout_s,
         )
         shown = f"[{host}]" if ":" in host else host
-        print(f"robotmem web UI on http://{shown}:{port}/ (database {memory.path})", file=sys.stderr)
+        print(f"robotmem web UI on http://{shown}:{port}/ (database {memory.location})", file=sys.stderr)
         server.run()
     finally:
         memory.close()
