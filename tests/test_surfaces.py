@@ -106,7 +106,12 @@ def through_mcp(path: Any, home: Path) -> list[Outcome]:
         params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "robotmem", "mcp", "--db", str(path)],
-            env={"ROBOTMEM_HOME": str(home), "ROBOTMEM_EMBED_BACKEND": "hash"},
+            env={
+                "ROBOTMEM_HOME": str(home),
+                "ROBOTMEM_EMBED_BACKEND": "hash",
+                # The server runs this checkout's code, however the tests were started.
+                **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+            },
         )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
