@@ -4,7 +4,10 @@ PostgreSQL server), the hashing embedder or the bundled model.
 The contract suite (``CONTRACT`` below) runs once per engine: a test that asks for a store through the
 ``memory``/``bm25_memory``/``real_memory``/``locate`` fixtures gets ``[sqlite]`` and ``[postgres]``
 variants. ``ROBOTMEM_TEST_ENGINES=sqlite`` runs the SQLite variants alone (no server needed); CI runs
-both. A test about SQLite's file itself carries ``@pytest.mark.sqlite_only``.
+both. A test about SQLite's file itself carries ``@pytest.mark.sqlite_only``. A test that also asks for
+``recall_mirror`` runs on SQLite with and without the recall mirror, and once on every other engine.
+The helpers at the end reach beneath the service on either engine (row counts, stored vectors, damage
+for the checks, another connection holding the write lock).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from robotmem.config import Settings
 
 TESTS = Path(__file__).parent
 # Directories and files whose stores run on every engine.
-CONTRACT = ("service", "reliability", "test_filters.py", "test_surfaces.py")
+CONTRACT = ("service", "reliability", "test_filters.py", "test_surfaces.py", "adapters/test_web_api.py")
 ENGINES = tuple(
     name.strip()
     for name in os.environ.get("ROBOTMEM_TEST_ENGINES", "sqlite,postgres").split(",")
@@ -35,7 +38,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "engine" not in metafunc.fixturenames:
         return
     relative = Path(str(metafunc.definition.path)).relative_to(TESTS)
-    contract = relative.parts[0] in CONTRACT
+    contract = relative.parts[0] in CONTRACT or relative.as_posix() in CONTRACT
     engines = [e for e in ENGINES if contract or e == "sqlite"] or ["sqlite"]
     if metafunc.definition.get_closest_marker("sqlite_only") is not None:
         engines = ["sqlite"]
