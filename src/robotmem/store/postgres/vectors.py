@@ -37,7 +37,7 @@ def as_vector(vector: FloatArray) -> Vector:
 
 
 def stored_model(conn: psycopg.Connection) -> tuple[str, int] | None:
-    rows = dict(
+    rows: dict[str, Any] = dict(
         conn.execute("SELECT key, value FROM meta WHERE key IN ('embed_model_id', 'embed_dim')").fetchall()
     )
     if "embed_model_id" not in rows:
@@ -191,7 +191,7 @@ class Jobs:
         return count
 
     def reindex_target(self) -> tuple[str, int] | None:
-        rows = dict(
+        rows: dict[str, Any] = dict(
             self._conn.execute(
                 "SELECT key, value FROM meta WHERE key IN (%s, %s)", (_REINDEX_MODEL_KEY, _REINDEX_DIM_KEY)
             ).fetchall()
