@@ -67,7 +67,13 @@ async def connect(
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "robotmem", "mcp", "--db", str(db)] if args is None else args,
-        env={"ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": backend, **(env or {})},
+        env={
+            "ROBOTMEM_HOME": str(tmp_path / "home"),
+            "ROBOTMEM_EMBED_BACKEND": backend,
+            # The server runs this checkout's code, however the tests were started.
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+            **(env or {}),
+        },
     )
     with open(tmp_path / f"{db.stem}-stderr.log", "a", encoding="utf-8") as errlog:
         async with (
