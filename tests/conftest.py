@@ -4,13 +4,17 @@ PostgreSQL server), the hashing embedder or the bundled model.
 The contract suite (``CONTRACT`` below) runs once per engine: a test that asks for a store through the
 ``memory``/``bm25_memory``/``real_memory``/``locate`` fixtures gets ``[sqlite]`` and ``[postgres]``
 variants. ``ROBOTMEM_TEST_ENGINES=sqlite`` runs the SQLite variants alone (no server needed); CI runs
-both. A test about SQLite's file itself carries ``@pytest.mark.sqlite_only``.
+both. A test about SQLite's file itself carries ``@pytest.mark.sqlite_only``. A test that also asks for
+``recall_mirror`` runs on SQLite with and without the recall mirror, and once on every other engine.
+The helpers at the end reach beneath the service on either engine (row counts, stored vectors, damage
+for the checks, another connection holding the write lock).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,7 @@ hypothesis_settings.register_profile("fast", max_examples=10)
 
 TESTS = Path(__file__).parent
 # Directories and files whose stores run on every engine.
-CONTRACT = ("service", "reliability", "test_filters.py", "test_surfaces.py")
+CONTRACT = ("service", "reliability", "test_filters.py", "test_surfaces.py", "adapters/test_web_api.py")
 ENGINES = tuple(
     name.strip()
     for name in os.environ.get("ROBOTMEM_TEST_ENGINES", "sqlite,postgres").split(",")
@@ -40,11 +44,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "engine" not in metafunc.fixturenames:
         return
     relative = Path(str(metafunc.definition.path)).relative_to(TESTS)
-    contract = relative.parts[0] in CONTRACT
+    contract = relative.parts[0] in CONTRACT or relative.as_posix() in CONTRACT
     engines = [e for e in ENGINES if contract or e == "sqlite"] or ["sqlite"]
     if metafunc.definition.get_closest_marker("sqlite_only") is not None:
         engines = ["sqlite"]
-    metafunc.parametrize("engine", engines)
+    if "recall_mirror" not in metafunc.fixturenames:
+        metafunc.parametrize("engine", engines)
+        return
+    # SQLite recalls through its mirror or through SQL; the other engines have one source.
+    cases = [
+        (engine, mirror)
+        for engine in engines
+        for mirror in ((True, False) if engine == "sqlite" else (False,))
+    ]
+    metafunc.parametrize(
+        ("engine", "recall_mirror"),
+        cases,
+        ids=[engine if engine != "sqlite" else f"sqlite-{'mirror' if m else 'sql'}" for engine, m in cases],
+    )
 
 
 @pytest.fixture(scope="session")
@@ -59,12 +76,22 @@ def postgres_server() -> Iterator[Any]:
 
 @pytest.fixture
 def locate(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[str], Any]]:
-    """Return a function giving a new store location of the test's engine (``name`` names the SQLite file)."""
+    """Return a function giving a new store location of the test's engine (``name`` names the SQLite file).
+
+    Every call gives a new, empty store: a name asked for again gets a numbered file, as every call on a
+    server gets a new database.
+    """
     made: list[str] = []
+    files: set[Path] = set()
 
     def location(name: str = "memory.db") -> Any:
         if engine == "sqlite":
-            return tmp_path / name
+            path, number = tmp_path / name, 1
+            while path in files or path.exists():
+                number += 1
+                path = tmp_path / f"{Path(name).stem}-{number}{Path(name).suffix}"
+            files.add(path)
+            return path
         dsn = str(request.getfixturevalue("postgres_server").create())
         made.append(dsn)
         return dsn
@@ -166,3 +193,146 @@ def stored_vector(mem: RobotMemory, memory_id: int) -> Any:
     records = mem.engine.read(lambda tx: list(tx.transfer.iter_memories(None, with_vectors=True)))
     blob = next(r["vector"] for r in records if r["memory"]["id"] == memory_id)
     return None if blob is None else np.frombuffer(blob, dtype="<f4")
+
+
+# ---- engine-neutral access for tests that look beneath the service ---------------------------------
+
+
+def is_server(location: Any) -> bool:
+    """True when ``location`` names a PostgreSQL database rather than a SQLite file."""
+    return str(location).startswith(("postgresql://", "postgres://"))
+
+
+def location_of(mem: RobotMemory) -> Any:
+    """Where ``mem``'s store is, to open it again: the SQLite path, or the server address (with credentials)."""
+    dsn = getattr(mem.engine.store, "dsn", None)
+    return dsn if dsn is not None else mem.path
+
+
+def read_store(location: Any, work: Callable[[Any], Any]) -> Any:
+    """Run the read ``work(tx)`` on the store at ``location`` (either engine), opened just for it."""
+    from robotmem.store import open_store
+
+    if is_server(location):
+        settings = Settings().replace(database_url=str(location))
+    else:
+        settings = Settings(home=Path(location).parent).replace(
+            db_path=Path(location), database_url="", recall_mirror=False
+        )
+    store = open_store(settings, lambda: "2026-01-01T00:00:00.000000+00:00")
+    try:
+        return store.read(work)
+    finally:
+        store.close()
+
+
+def without_vector(location: Any) -> int:
+    """Active memories without a vector (on SQLite counted through the partial index ``idx_mem_no_embed``)."""
+    return int(read_store(location, lambda tx: tx.jobs.count_without_vector()))
+
+
+def vector_rows(location: Any) -> list[tuple[int, str, int]]:
+    """``(memory_id, model_id, bytes)`` of every stored vector, whatever model made it."""
+    if is_server(location):
+        import psycopg
+
+        with psycopg.connect(str(location)) as conn:
+            return [
+                (int(r[0]), str(r[1]), 4 * int(r[2]))
+                for r in conn.execute(
+                    "SELECT id, embedding_model, vector_dims(embedding) FROM memories "
+                    "WHERE embedding IS NOT NULL ORDER BY id"
+                )
+            ]
+    import sqlite3
+
+    conn = sqlite3.connect(location)
+    try:
+        return [
+            (r[0], r[1], len(r[2]))
+            for r in conn.execute(
+                "SELECT memory_id, model_id, embedding FROM memory_vectors WHERE embedding IS NOT NULL"
+            )
+        ]
+    finally:
+        conn.close()
+
+
+def has_tables(location: Any) -> bool:
+    """True when a store exists at ``location`` (a SQLite file, or tables in the database)."""
+    if not is_server(location):
+        return Path(location).exists()
+    import psycopg
+
+    with psycopg.connect(str(location)) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchone()
+        return bool(row and row[0])
+
+
+def raw_sql(mem: RobotMemory, *, sqlite: Sequence[str], postgres: Sequence[str]) -> None:
+    """Run statements behind robotmem's back (damage for the checks to find), foreign keys off."""
+    location = location_of(mem)
+    if is_server(location):
+        import psycopg
+
+        with psycopg.connect(str(location), autocommit=True) as conn:
+            # As the cluster's superuser: skip the foreign-key triggers, as SQLite's foreign_keys = OFF does.
+            conn.execute("SET session_replication_role = replica")
+            for statement in postgres:
+                conn.execute(statement)  # type: ignore[arg-type]
+        return
+    import sqlite3
+
+    conn = sqlite3.connect(location, isolation_level=None)
+    try:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        for statement in sqlite:
+            conn.execute(statement)
+    finally:
+        conn.close()
+
+
+def query_rows(mem: RobotMemory, *, sqlite: str, postgres: str) -> list[tuple[Any, ...]]:
+    """The rows of one read query in the engine's own SQL, for tests that compare what is stored."""
+    location = location_of(mem)
+    if is_server(location):
+        import psycopg
+
+        with psycopg.connect(str(location)) as conn:
+            return [tuple(r) for r in conn.execute(postgres)]  # type: ignore[arg-type]
+    import sqlite3
+
+    conn = sqlite3.connect(location)
+    try:
+        return conn.execute(sqlite).fetchall()
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def write_lock_held(mem: RobotMemory) -> Iterator[None]:
+    """Hold the store's write lock from another connection, as another process writing would."""
+    location = location_of(mem)
+    if is_server(location):
+        import psycopg
+
+        from robotmem.store.postgres.connection import WRITE_LOCK
+
+        with psycopg.connect(str(location), autocommit=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (WRITE_LOCK,))
+        return
+    import sqlite3
+
+    blocker = sqlite3.connect(location, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        yield
+        blocker.execute("ROLLBACK")
+    finally:
+        blocker.close()

@@ -1,4 +1,4 @@
-"""context_filter parsing and its SQL, checked against a real SQLite table."""
+"""context_filter parsing and its SQL, checked against real tables of each engine."""
 
 from __future__ import annotations
 
@@ -6,17 +6,19 @@ import contextlib
 import json
 import re
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.strategies import examples
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.filters import parse_filter, to_sql
+from robotmem.store.postgres.filters import to_pg_sql
 
 ROWS = [
     (
@@ -45,9 +47,8 @@ ROWS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def conn() -> sqlite3.Connection:
-    db = sqlite3.connect(":memory:")
+def _sqlite_rows() -> sqlite3.Connection:
+    db = sqlite3.connect(":memory:", check_same_thread=False)
     db.execute(
         "CREATE TABLE memories (id INTEGER PRIMARY KEY, context TEXT, category TEXT, confidence REAL, "
         "collection TEXT, type TEXT, perception_type TEXT, session_id TEXT, created_at TEXT, "
@@ -59,17 +60,72 @@ def conn() -> sqlite3.Connection:
             "INSERT INTO memories (id, context, category, confidence) VALUES (?, ?, ?, ?)",
             (memory_id, json.dumps(context), category, confidence),
         )
-    db.executemany(
-        "INSERT INTO memory_tags VALUES (?, ?)", [(1, "grasping"), (2, "failure"), (2, "grasping")]
-    )
+    db.executemany("INSERT INTO memory_tags VALUES (?, ?)", TAGS)
     return db
 
 
-def matching(conn: sqlite3.Connection, raw: object) -> list[int]:
+TAGS = [(1, "grasping"), (2, "failure"), (2, "grasping")]
+
+
+@pytest.fixture(scope="module")
+def sqlite_rows() -> sqlite3.Connection:
+    return _sqlite_rows()
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.fixture(scope="module")
+def postgres_rows(postgres_server: Any) -> Iterator[Any]:
+    """The rows above in a PostgreSQL store's own tables (its schema and functions)."""
+    import psycopg
+
+    from robotmem.store.postgres.store import PostgresStore
+
+    dsn = postgres_server.create()
+    PostgresStore(dsn, now=lambda: "2026-01-01T00:00:00.000000+00:00").close()  # creates the schema
+    with psycopg.connect(dsn, autocommit=True) as db:
+        for memory_id, context, category, confidence in ROWS:
+            db.execute(
+                "INSERT INTO memories (id, collection, type, content, category, confidence, base_confidence, "
+                "context, context_text, created_at, updated_at, uid) VALUES (%s, 'default', 'fact', 'x', %s, %s, "
+                "%s, %s, %s, '2026-01-01', '2026-01-01', %s)",
+                # Compact, as the store writes every context (arrays compare as this text).
+                (
+                    memory_id,
+                    category,
+                    confidence,
+                    confidence,
+                    compact(context),
+                    compact(context),
+                    f"uid-{memory_id}",
+                ),
+            )
+        db.cursor().executemany("INSERT INTO memory_tags (memory_id, tag) VALUES (%s, %s)", TAGS)
+        yield db
+    postgres_server.drop(dsn)
+
+
+@pytest.fixture
+def conn(engine: str, request: pytest.FixtureRequest) -> Any:
+    """The table of ROWS on the test's engine."""
+    return request.getfixturevalue(f"{engine}_rows")
+
+
+def select_sql(conn: Any, raw: object) -> tuple[str, Any]:
+    """The query selecting the ids that pass filter ``raw``, compiled for ``conn``'s engine."""
     node = parse_filter(raw)
     assert node is not None
-    sql, params = to_sql(node)
-    return [r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {sql} ORDER BY m.id", params)]
+    if isinstance(conn, sqlite3.Connection):
+        sql, params = to_sql(node)
+    else:
+        sql, params = to_pg_sql(node)
+    return f"SELECT m.id FROM memories m WHERE {sql} ORDER BY m.id", params
+
+
+def matching(conn: Any, raw: object) -> list[int]:
+    return [int(r[0]) for r in conn.execute(*select_sql(conn, raw)).fetchall()]
 
 
 @pytest.mark.parametrize(
@@ -100,7 +156,7 @@ def matching(conn: sqlite3.Connection, raw: object) -> list[int]:
         ({"context.category": {"$exists": True}}, []),
     ],
 )
-def test_filter_selects_expected_rows(conn: sqlite3.Connection, raw: object, expected: list[int]) -> None:
+def test_filter_selects_expected_rows(conn: Any, raw: object, expected: list[int]) -> None:
     assert matching(conn, raw) == expected
 
 
@@ -157,25 +213,24 @@ def test_parse_filter_fails_only_with_validation_error(raw: object) -> None:
         parse_filter(raw)
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
-    st.dictionaries(
+    raw=st.dictionaries(
         st.sampled_from(["task.success", "params.grip_force", "tags", "category", "x.y"]),
         json_values,
         max_size=3,
     )
 )
-def test_every_accepted_filter_compiles_to_valid_sql(
-    conn: sqlite3.Connection, raw: dict[str, object]
-) -> None:
+def test_every_accepted_filter_compiles_to_valid_sql(conn: Any, raw: dict[str, object]) -> None:
     try:
         node = parse_filter(raw)
     except ValidationError:
         return
     if node is None:
         return
-    sql, params = to_sql(node)
-    conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params).fetchall()
+    conn.execute(*select_sql(conn, raw)).fetchall()
 
 
 @pytest.mark.parametrize("raw", [{"x": 10**30}, {"x": {"$lt": -(10**20)}}, {"x": {"$in": [2**64]}}])
@@ -184,10 +239,12 @@ def test_integers_beyond_sqlite_range_are_refused(raw: object) -> None:
         parse_filter(raw)
 
 
-def test_sixteen_nested_not_run_in_sqlite(tmp_path: Path) -> None:
-    for mirror in (True, False):
+def test_sixteen_nested_not_and_a_thousand_terms_run_in_the_store(
+    tmp_path: Path, locate: Callable[[str], Any], recall_mirror: bool
+) -> None:
+    for mirror in (recall_mirror,):
         config = Settings(home=tmp_path, recall_mirror=mirror)
-        with RobotMemory(tmp_path / f"n{mirror}.db", embed_backend="none", settings=config) as memory:
+        with RobotMemory(locate("n.db"), embed_backend="none", settings=config) as memory:
             memory.learn(
                 "the gripper holds wet mugs", context={"task": {"success": True}, "params": {"f": 3}, "f": 3}
             )
@@ -239,8 +296,8 @@ def test_a_dotted_parameter_in_the_text_is_stored_under_a_name_a_filter_reaches(
         assert [m["id"] for m in found] == [created["memory_id"]]
 
 
-def test_context_keys_with_a_double_quote_are_refused(tmp_path: Path) -> None:
-    with RobotMemory(tmp_path / "q.db", embed_backend="none", settings=Settings(home=tmp_path)) as memory:
+def test_context_keys_with_a_double_quote_are_refused(tmp_path: Path, locate: Callable[[str], Any]) -> None:
+    with RobotMemory(locate("q.db"), embed_backend="none", settings=Settings(home=tmp_path)) as memory:
         for context in ({'say"hi': 1}, {"task": [{'x"': 1}]}):
             with pytest.raises(ValidationError, match="double quote"):
                 memory.learn("a lesson about quotes", context=context)

@@ -1,4 +1,5 @@
-"""The same calls through Python, MCP, REST and CLI give the same JSON and the same errors."""
+"""The same calls through Python, MCP, REST and CLI give the same JSON and the same errors, on either engine
+(the processes are given the store by ``--db``)."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def normalized(value: Any) -> Any:
 Outcome = tuple[str, Any]  # ("ok", result) or ("error", (code, message))
 
 
-def through_python(path: Path, settings: Settings) -> list[Outcome]:
+def through_python(path: Any, settings: Settings) -> list[Outcome]:
     out: list[Outcome] = []
     with RobotMemory(path, embed_backend="hash", settings=settings) as mem:
         for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
@@ -98,7 +99,7 @@ def through_python(path: Path, settings: Settings) -> list[Outcome]:
     return out
 
 
-def through_mcp(path: Path, home: Path) -> list[Outcome]:
+def through_mcp(path: Any, home: Path) -> list[Outcome]:
     out: list[Outcome] = []
 
     from mcp import ClientSession, StdioServerParameters, stdio_client  # here: a fast run does not load it
@@ -125,7 +126,7 @@ def through_mcp(path: Path, home: Path) -> list[Outcome]:
 
 
 @contextmanager
-def rest_server(path: Path, settings: Settings) -> Iterator[httpx.Client]:
+def rest_server(path: Any, settings: Settings) -> Iterator[httpx.Client]:
     with RobotMemory(path, embed_backend="hash", settings=settings) as mem:
         server = make_server("127.0.0.1", 0, create_app(mem), threaded=True)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -137,7 +138,7 @@ def rest_server(path: Path, settings: Settings) -> Iterator[httpx.Client]:
             server.shutdown()
 
 
-def through_rest(path: Path, settings: Settings) -> list[Outcome]:
+def through_rest(path: Any, settings: Settings) -> list[Outcome]:
     out: list[Outcome] = []
     with rest_server(path, settings) as client:
         for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
@@ -176,7 +177,7 @@ CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
 }
 
 
-def through_cli(path: Path, home: Path) -> list[Outcome]:
+def through_cli(path: Any, home: Path) -> list[Outcome]:
     out: list[Outcome] = []
     env = {**os.environ, "ROBOTMEM_HOME": str(home), "ROBOTMEM_EMBED_BACKEND": "hash"}
     for name, args in [*SCRIPT, *((n, a) for n, a, _ in BAD)]:
@@ -190,12 +191,12 @@ def through_cli(path: Path, home: Path) -> list[Outcome]:
     return out
 
 
-def test_every_door_returns_the_same_json_and_errors(tmp_path: Path) -> None:
+def test_every_door_returns_the_same_json_and_errors(tmp_path: Path, locate: Callable[[str], Any]) -> None:
     settings = Settings(home=tmp_path / "home")
-    python = through_python(tmp_path / "python.db", settings)
-    mcp = through_mcp(tmp_path / "mcp.db", tmp_path / "home")
-    rest = through_rest(tmp_path / "rest.db", settings)
-    cli = through_cli(tmp_path / "cli.db", tmp_path / "home")
+    python = through_python(locate("python.db"), settings)
+    mcp = through_mcp(locate("mcp.db"), tmp_path / "home")
+    rest = through_rest(locate("rest.db"), settings)
+    cli = through_cli(locate("cli.db"), tmp_path / "home")
     steps = len(SCRIPT)
     assert [kind for kind, _ in python] == ["ok"] * steps + ["error"] * len(BAD)
     assert python[2][1]["status"] == "duplicate"

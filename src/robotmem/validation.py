@@ -243,11 +243,13 @@ def filterable_key(key: str) -> str:
 
 
 def check_context_keys(field: str, value: Any) -> None:
-    """Raise ``ValidationError`` for an object key, at any depth, that no filter path could reach.
+    """Raise ``ValidationError`` for an object key, at any depth, that no filter path could reach, and for
+    a key or text holding a NUL character.
 
     Such a key (empty, with ``.`` or ``"``, starting with ``$``, all digits: ``context_key_problem``)
-    could be stored but never filtered or sorted on, so it is refused when written instead of failing
-    silently later. The message names where the key is and why.
+    could be stored but never filtered or sorted on; SQLite reads a string only up to a NUL, and
+    PostgreSQL cannot read a context holding one at all. Such contexts are refused when written instead
+    of failing silently later. The message names where the key or text is and why.
     """
     stack: list[tuple[Any, str]] = [(value, field)]
     while stack:
@@ -259,9 +261,15 @@ def check_context_keys(field: str, value: Any) -> None:
                     raise ValidationError(
                         f"{where}: key {key!r} {problem}; rename it so filters and spatial_sort can reach it"
                     )
+                if "\x00" in key:
+                    raise ValidationError(f"{where}: key {key!r} contains a NUL character; remove it")
                 stack.append((child, f"{where}.{key}"))
         elif isinstance(node, list):
             stack.extend((child, f"{where}.{index}") for index, child in enumerate(node))
+        elif isinstance(node, str) and "\x00" in node:
+            raise ValidationError(
+                f"{where}: the text {_short(node)} contains a NUL character, which filters cannot read; remove it"
+            )
 
 
 def parse_payload(field: str, raw: Any, max_bytes: int) -> tuple[Any, str | None]:

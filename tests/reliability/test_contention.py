@@ -1,7 +1,8 @@
 """Many writers on one file and writers killed mid-write, at sizes that fit the test suite.
 
 The scenarios live in ``benchmarks/soak.py`` (``make bench`` runs them at full size); here they run
-smaller. Each returns its figures and a ``passed`` verdict built from the checks listed there.
+smaller. Each returns its figures and a ``passed`` verdict built from the checks listed there. The
+scenarios write SQLite files; many processes writing to a PostgreSQL store are in ``test_fleet.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 # Spawns processes or servers; left out of `make test-fast`.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 
 SOAK = Path(__file__).resolve().parents[2] / "benchmarks" / "soak.py"
 

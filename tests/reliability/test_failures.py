@@ -3,7 +3,8 @@
 Each must surface as a ``DatabaseError`` that says what happened (the CLI prints ``Error: …`` and no
 traceback) and leave no partial rows. Disk full and read-only use real mounts (a small tmpfs, a
 read-only bind mount) because the tests run as root, which ignores file permissions; where mounting
-is not permitted those tests are skipped. Tests that mount or run the CLI are marked slow.
+is not permitted those tests are skipped. Tests that mount or run the CLI are marked slow. Every case here is about a SQLite file;
+the server's failures are in ``tests/store/postgres``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from tests.conftest import table_counts
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.errors import DatabaseError, RobotMemError
+
+pytestmark = pytest.mark.sqlite_only
 
 
 def _open(path: Path) -> RobotMemory:

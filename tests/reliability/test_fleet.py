@@ -1,12 +1,15 @@
-"""A fleet file under load: four robot processes write 1,000 memories each into it, and robots syncing
-with it while others still write, lose nothing and converge."""
+"""A fleet store under load (a SQLite file, or a PostgreSQL database): four robot processes write 1,000
+memories each into it, and two SQLite robots syncing with it while the others still write lose nothing
+and converge."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.service.test_sync import snapshot, sync_until_quiet
@@ -32,8 +35,10 @@ print(created)
 """
 
 
-def test_four_robot_processes_into_one_fleet_file_lose_nothing(tmp_path: Path) -> None:
-    fleet = tmp_path / "fleet.db"
+def test_four_robot_processes_into_one_fleet_store_lose_nothing(
+    tmp_path: Path, locate: Callable[[str], Any]
+) -> None:
+    fleet = locate("fleet.db")
     env_base = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": "hash"}
     RobotMemory(fleet, settings=Settings(home=tmp_path / "home"), embed_backend="hash").close()
     writers = [

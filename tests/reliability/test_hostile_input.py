@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,12 @@ from robotmem.text import fts_query
 HYPOTHESIS = settings(
     max_examples=examples(60),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+        HealthCheck.function_scoped_fixture,  # one store for all examples of a test, as intended
+    ],
 )
 _names = itertools.count()
 
@@ -41,11 +46,10 @@ payloads = st.one_of(st.none(), json_values, json_values.map(json.dumps), hostil
 ids = st.one_of(st.integers(min_value=-3, max_value=60), anything)
 
 
-@pytest.fixture(scope="module")
-def mem(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotMemory]:
-    """BM25 only, so recall of a memory's own text exercises exactly the FTS path."""
-    home = tmp_path_factory.mktemp("hostile")
-    with RobotMemory(home / "hostile.db", embed_backend="none", settings=Settings(home=home)) as memory:
+@pytest.fixture
+def mem(tmp_path: Path, locate: Callable[[str], Any]) -> Iterator[RobotMemory]:
+    """BM25 only, so recall of a memory's own text exercises exactly the text index."""
+    with RobotMemory(locate("hostile.db"), embed_backend="none", settings=Settings(home=tmp_path)) as memory:
         for i in range(20):
             memory.learn(f"seed memory {i}: grip_force={i}N on the shelf")
         yield memory
@@ -234,7 +238,7 @@ def test_spatial_sort_text_is_size_limited(mem: RobotMemory) -> None:
         mem.recall("x", spatial_sort=huge)
 
 
-def test_every_limit_names_its_field(tmp_path: Path) -> None:
+def test_every_limit_names_its_field(tmp_path: Path, locate: Callable[[str], Any]) -> None:
     limits = Settings(
         home=tmp_path,
         max_insight_chars=20,
@@ -246,7 +250,7 @@ def test_every_limit_names_its_field(tmp_path: Path) -> None:
         max_n=10,
         top_k=5,
     )
-    with RobotMemory(tmp_path / "limits.db", embed_backend="none", settings=limits) as small:
+    with RobotMemory(locate("limits.db"), embed_backend="none", settings=limits) as small:
         cases = {
             "insight": lambda: small.learn("x" * 21),
             "new_content": lambda: small.update(1, "y" * 21),

@@ -1,4 +1,8 @@
-"""integrity_report(), repair() and backup(), through Python and the CLI."""
+"""integrity_report(), repair() and backup(), through Python and the CLI.
+
+The checks and the repair run on both engines; the damage they find is made behind robotmem's back in
+each engine's own tables (``raw_sql``). Backups are copies of a SQLite file.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import location_of, query_rows, raw_sql
 
 from robotmem import RobotMemory
 from robotmem.adapters.cli import main
@@ -20,13 +25,13 @@ from robotmem.config import Settings
 from robotmem.errors import ValidationError
 
 
-def _open(path: Path) -> RobotMemory:
-    return RobotMemory(path, embed_backend="hash", settings=Settings(home=path.parent))
+def _open(path: Any, home: Path | None = None) -> RobotMemory:
+    return RobotMemory(path, embed_backend="hash", settings=Settings(home=home or Path(path).parent))
 
 
 @pytest.fixture
-def filled(tmp_path: Path) -> Iterator[RobotMemory]:
-    with _open(tmp_path / "memory.db") as mem:
+def filled(tmp_path: Path, locate: Callable[[str], Any]) -> Iterator[RobotMemory]:
+    with _open(locate("memory.db"), tmp_path) as mem:
         session = mem.start_session(context={"robot": {"id": "arm-01"}})
         for i in range(30):
             mem.learn(f"trial {i}: grip_force={i}N on the oak shelf worked", session_id=session["session_id"])
@@ -37,19 +42,25 @@ def filled(tmp_path: Path) -> Iterator[RobotMemory]:
 
 
 def _raw(mem: RobotMemory) -> sqlite3.Connection:
+    """A connection to the SQLite file behind robotmem's back, foreign keys off."""
     conn = sqlite3.connect(mem.path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = OFF")
     return conn
 
 
 def _memories_table(mem: RobotMemory) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(mem.path)
-    try:
-        return conn.execute(
-            "SELECT id, content, status, context, session_id, confidence FROM memories ORDER BY id"
-        ).fetchall()
-    finally:
-        conn.close()
+    """Every memory's id, content, status, context, session and confidence, as stored."""
+    records = mem.engine.read(lambda tx: list(tx.transfer.iter_memories(None, with_vectors=False)))
+    return [
+        tuple(r["memory"][k] for k in ("id", "content", "status", "context", "session_id", "confidence"))
+        for r in records
+    ]
+
+
+def _stored(mem: RobotMemory, ids: list[int], field: str) -> dict[int, Any]:
+    """``field`` of the memories ``ids`` as stored, read without any check of its value."""
+    fetched = mem.engine.read(lambda tx: tx.memories.fetch(ids))
+    return {memory_id: getattr(memory, field) for memory_id, memory in fetched.items()}
 
 
 def test_a_healthy_database_reports_ok(filled: RobotMemory) -> None:
@@ -61,26 +72,55 @@ def test_a_healthy_database_reports_ok(filled: RobotMemory) -> None:
 
 
 def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
-    conn = _raw(filled)
-    conn.execute("DELETE FROM memories_fts WHERE rowid IN (1, 2)")  # lost FTS rows
-    conn.execute("UPDATE memories_fts SET body = 'nonsense' WHERE rowid = 4")  # stale FTS row
-    conn.execute("INSERT INTO memories_fts (rowid, body) VALUES (3, 'forgotten text')")  # orphaned
-    conn.execute(  # a forgotten memory whose vector is live again
-        "UPDATE memory_vectors SET embedding = (SELECT embedding FROM memory_vectors WHERE memory_id = 5) "
-        "WHERE memory_id = 3"
+    both = [
+        "INSERT INTO memory_tags (memory_id, tag, source) VALUES (9999, 'ghost', 'auto')",
+        "INSERT INTO perception_payloads (memory_id, data) VALUES (9998, '1')",
+        "UPDATE memories SET session_id = 'lost-session' WHERE id = 7",
+    ]
+    values = [  # a lost context value of memory 8, and a stale one
+        "DELETE FROM context_values WHERE memory_id = 8",
+        "INSERT INTO context_values VALUES ('default', 'ghost shelf', 10)",
+    ]
+    raw_sql(
+        filled,
+        sqlite=[
+            "DELETE FROM memories_fts WHERE rowid IN (1, 2)",  # lost FTS rows
+            "UPDATE memories_fts SET body = 'nonsense' WHERE rowid = 4",  # stale FTS row
+            "INSERT INTO memories_fts (rowid, body) VALUES (3, 'forgotten text')",  # orphaned
+            # a forgotten memory whose vector is live again
+            "UPDATE memory_vectors SET embedding = (SELECT embedding FROM memory_vectors WHERE memory_id = 5) "
+            "WHERE memory_id = 3",
+            "UPDATE memory_vectors SET embedding = NULL WHERE memory_id = 6",  # marked but no vector
+        ],
+        postgres=[
+            "DELETE FROM memory_terms WHERE memory_id IN (1, 2)",  # lost terms
+            "UPDATE memory_terms SET terms = 'nonsense'::tsvector, term_list = ARRAY['nonsense'], term_count = 1 "
+            "WHERE memory_id = 4",  # stale terms
+            "INSERT INTO memory_terms (memory_id, term_count, term_list, terms) "
+            "VALUES (3, 2, ARRAY['forgotten', 'text'], 'forgotten text'::tsvector)",  # orphaned
+            # a forgotten memory whose vector is live again
+            "UPDATE memories SET embedding = (SELECT embedding FROM memories WHERE id = 5) WHERE id = 3",
+            "UPDATE memories SET embedding = NULL WHERE id = 6",  # marked but no vector
+        ],
     )
-    conn.execute("UPDATE memory_vectors SET embedding = NULL WHERE memory_id = 6")  # marked but no vector
-    conn.execute("INSERT INTO memory_tags (memory_id, tag, source) VALUES (9999, 'ghost', 'auto')")
-    conn.execute("INSERT INTO perception_payloads (memory_id, data) VALUES (9998, '1')")
-    conn.execute("UPDATE memories SET session_id = 'lost-session' WHERE id = 7")
-    conn.execute(  # an episode vector of the forgotten memory
-        "INSERT INTO memory_episode_vectors (memory_id, seq, model_id, embedding) "
-        "SELECT 3, 1, model_id, embedding FROM memory_vectors WHERE memory_id = 5"
+    raw_sql(
+        filled,
+        sqlite=[
+            *both,
+            "INSERT INTO memory_episode_vectors (memory_id, seq, model_id, embedding) "
+            "SELECT 3, 1, model_id, embedding FROM memory_vectors WHERE memory_id = 5",
+            "UPDATE memories SET context = json_set(context, '$.place', 'oak shelf') WHERE id = 8",
+            *values,
+        ],
+        postgres=[
+            *both,
+            "INSERT INTO memory_episode_vectors (memory_id, model_id, embedding) "
+            "SELECT 3, embedding_model, embedding FROM memories WHERE id = 5",
+            "UPDATE memories SET context = jsonb_set(context, '{place}', '\"oak shelf\"'), "
+            "context_text = jsonb_set(context, '{place}', '\"oak shelf\"')::text WHERE id = 8",
+            *values,
+        ],
     )
-    conn.execute("UPDATE memories SET context = json_set(context, '$.place', 'oak shelf') WHERE id = 8")
-    conn.execute("DELETE FROM context_values WHERE memory_id = 8")  # a lost context value
-    conn.execute("INSERT INTO context_values VALUES ('default', 'ghost shelf', 10)")  # a stale one
-    conn.close()
     table_before = _memories_table(filled)
 
     report = filled.integrity_report()
@@ -98,7 +138,7 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     assert problems["episode_vectors_stale"] == 1
     # A process opening the damaged file has lost memory 1 to BM25. (An open RobotMemory keeps the
     # postings it mirrored; damage made behind robotmem's back reaches it at the next repair.)
-    with RobotMemory(filled.path, embed_backend="none", settings=filled.settings) as fresh:
+    with RobotMemory(location_of(filled), embed_backend="none", settings=filled.settings) as fresh:
         assert 1 not in [m["id"] for m in fresh.recall("trial 0 grip_force=0N", n=3)["memories"]]
 
     result = filled.repair()
@@ -115,9 +155,12 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     assert 3 not in [m["id"] for m in filled.recall("trial 2 grip_force=2N", n=50)["memories"]]
     assert filled.get_session("lost-session")["status"] == "ended"
     assert result["repaired"]["context_values_indexed"] == 1
-    conn = _raw(filled)
-    assert conn.execute("SELECT value, memory_id FROM context_values").fetchall() == [("oak shelf", 8)]
-    conn.close()
+    stored_values = query_rows(
+        filled,
+        sqlite="SELECT value, memory_id FROM context_values",
+        postgres="SELECT value, memory_id FROM context_values",
+    )
+    assert stored_values == [("oak shelf", 8)]
 
 
 def test_repair_of_a_healthy_database_changes_nothing_visible(filled: RobotMemory) -> None:
@@ -130,20 +173,25 @@ def test_repair_of_a_healthy_database_changes_nothing_visible(filled: RobotMemor
     assert [m["id"] for m in recall_after] == [m["id"] for m in recall_before]
 
 
-def test_repair_is_seen_by_another_open_instance(filled: RobotMemory) -> None:
-    with _open(filled.path) as other:
+def test_repair_is_seen_by_another_open_instance(filled: RobotMemory, tmp_path: Path) -> None:
+    with _open(location_of(filled), tmp_path) as other:
         other.recall("grip force", n=5)  # builds its vector index
-        conn = _raw(filled)
-        conn.execute(
-            "UPDATE memory_vectors SET embedding = (SELECT embedding FROM memory_vectors WHERE memory_id = 5) "
-            "WHERE memory_id = 3"
+        raw_sql(
+            filled,
+            sqlite=[
+                "UPDATE memory_vectors SET embedding = (SELECT embedding FROM memory_vectors WHERE memory_id = 5) "
+                "WHERE memory_id = 3"
+            ],
+            postgres=[
+                "UPDATE memories SET embedding = (SELECT embedding FROM memories WHERE id = 5) WHERE id = 3"
+            ],
         )
-        conn.close()
         filled.repair()
         assert other.integrity_report()["ok"]
         assert 3 not in [m["id"] for m in other.recall("trial 2 grip_force=2N", n=50)["memories"]]
 
 
+@pytest.mark.sqlite_only
 def test_backup_is_a_consistent_copy(filled: RobotMemory, tmp_path: Path) -> None:
     target = tmp_path / "copies" / "memory-backup.db"
     target.parent.mkdir()
@@ -158,6 +206,7 @@ def test_backup_is_a_consistent_copy(filled: RobotMemory, tmp_path: Path) -> Non
         assert copy.get_memory(31)["data"] == {"pixels": [1, 2, 3]}
 
 
+@pytest.mark.sqlite_only
 def test_backup_refuses_to_overwrite_or_guess(filled: RobotMemory, tmp_path: Path) -> None:
     existing = tmp_path / "exists.db"
     existing.write_text("keep me")
@@ -171,6 +220,7 @@ def test_backup_refuses_to_overwrite_or_guess(filled: RobotMemory, tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only
 def test_backup_while_another_process_writes(filled: RobotMemory, tmp_path: Path) -> None:
     script = (
         "import sys\n"
@@ -198,12 +248,13 @@ def test_backup_while_another_process_writes(filled: RobotMemory, tmp_path: Path
             assert opened.integrity_report()["ok"]
 
 
-def test_cli_doctor_repair_check_and_backup(filled: RobotMemory, tmp_path: Path, capsys: Any) -> None:
-    conn = _raw(filled)
-    conn.execute("DELETE FROM memories_fts WHERE rowid = 1")
-    conn.close()
-    db = str(filled.path)
-    common = ["--db", db, "--embed-backend", "hash"]
+def test_cli_doctor_repair_and_check(filled: RobotMemory, capsys: Any) -> None:
+    raw_sql(
+        filled,
+        sqlite=["DELETE FROM memories_fts WHERE rowid = 1"],
+        postgres=["UPDATE memories SET terms = NULL, term_count = 0 WHERE id = 1"],
+    )
+    common = ["--db", str(location_of(filled)), "--embed-backend", "hash"]
     assert main(["check", *common]) == 1
     assert json.loads(capsys.readouterr().out)["problems"]["fts_missing"] == 1
     assert main(["doctor", *common]) == 1
@@ -213,6 +264,11 @@ def test_cli_doctor_repair_check_and_backup(filled: RobotMemory, tmp_path: Path,
     assert out["ok"] and out["repair"]["ok"] and out["fts"]["in_sync"]
     assert main(["repair", *common]) == 0
     assert json.loads(capsys.readouterr().out)["repaired"]["fts_rows_indexed"] == 30
+
+
+@pytest.mark.sqlite_only
+def test_cli_backup(filled: RobotMemory, tmp_path: Path, capsys: Any) -> None:
+    common = ["--db", str(filled.path), "--embed-backend", "hash"]
     target = tmp_path / "cli-backup.db"
     assert main(["backup", str(target), *common]) == 0
     assert json.loads(capsys.readouterr().out)["path"] == str(target)
@@ -224,22 +280,24 @@ def test_an_odd_stored_row_does_not_stop_decay_and_check_reports_it(
     filled: RobotMemory, tmp_path: Path, capsys: Any
 ) -> None:
     """Rows an older version stored with date-only, naive or unreadable times, or a confidence out of range."""
-    conn = _raw(filled)
-    conn.execute("UPDATE memories SET created_at = '2020-01-01', last_accessed = NULL WHERE id = 5")
-    conn.execute("UPDATE memories SET last_accessed = '2020-01-01T00:00:00' WHERE id = 6")
-    conn.execute(
-        "UPDATE memories SET created_at = 'garbage', updated_at = 'garbage', last_accessed = NULL WHERE id = 7"
+    times = [
+        "UPDATE memories SET created_at = '2020-01-01', last_accessed = NULL WHERE id = 5",
+        "UPDATE memories SET last_accessed = '2020-01-01T00:00:00' WHERE id = 6",
+        "UPDATE memories SET created_at = 'garbage', updated_at = 'garbage', last_accessed = NULL WHERE id = 7",
+        "UPDATE sessions SET created_at = '2020-01-01' WHERE id = (SELECT MIN(id) FROM sessions)",
+    ]
+    raw_sql(
+        filled,
+        sqlite=[*times, "UPDATE memories SET confidence = 1e400, base_confidence = 1e400 WHERE id = 8"],
+        postgres=[
+            *times,
+            "UPDATE memories SET confidence = 'Infinity', base_confidence = 'Infinity' WHERE id = 8",
+        ],
     )
-    conn.execute("UPDATE memories SET confidence = 1e400, base_confidence = 1e400 WHERE id = 8")
-    session_id = conn.execute("SELECT id FROM sessions").fetchone()[0]
-    conn.execute("UPDATE sessions SET created_at = '2020-01-01' WHERE id = :id", {"id": session_id})
-    conn.close()
     episode = filled.start_session()["session_id"]
     ended = filled.end_session(episode)  # failed for ever before, on the first naive time
     assert ended["status"] == "ended" and ended["decayed_count"] >= 1
-    conn = _raw(filled)
-    rows = dict(conn.execute("SELECT id, confidence FROM memories WHERE id IN (5, 6, 7)").fetchall())
-    conn.close()
+    rows = _stored(filled, [5, 6, 7], "confidence")
     assert rows[5] < 0.8 and rows[6] < 0.8  # read as UTC: years ago, so decayed
     assert rows[7] == pytest.approx(0.8, abs=0.2)  # unreadable time: left as it was
     report = filled.integrity_report()
@@ -247,20 +305,20 @@ def test_an_odd_stored_row_does_not_stop_decay_and_check_reports_it(
     assert report["problems"]["times_invalid"] == 3 and report["examples"]["times_invalid"] == [5, 6, 7]
     assert report["problems"]["session_times_invalid"] == 1
     assert report["problems"]["confidence_invalid"] == 1 and report["examples"]["confidence_invalid"] == [8]
-    assert main(["check", "--db", str(filled.path), "--embed-backend", "hash"]) == 1
+    db = str(location_of(filled))
+    assert main(["check", "--db", db, "--embed-backend", "hash"]) == 1
     assert json.loads(capsys.readouterr().out)["problems"]["times_invalid"] == 3
-    assert main(["doctor", "--repair", "--db", str(filled.path), "--embed-backend", "hash"]) == 0
+    assert main(["doctor", "--repair", "--db", db, "--embed-backend", "hash"]) == 0
     repaired = json.loads(capsys.readouterr().out)["repair"]
     assert repaired["ok"] and repaired["repaired"]["times_normalised"] == 4
     assert repaired["repaired"]["times_replaced"] == 2 and repaired["repaired"]["confidences_clamped"] == 1
-    conn = _raw(filled)
-    times = dict(conn.execute("SELECT id, created_at FROM memories WHERE id IN (5, 7)").fetchall())
-    conn.close()
+    times = _stored(filled, [5, 7], "created_at")
     assert times[5] == "2020-01-01T00:00:00.000000+00:00" and times[7].endswith("+00:00")
     assert filled.integrity_report()["ok"]
     assert filled.end_session(filled.start_session()["session_id"])["status"] == "ended"
 
 
+@pytest.mark.sqlite_only  # a PostgreSQL column holds only values of its type
 def test_values_of_a_wrong_kind_are_reported_refused_by_export_and_repaired(
     filled: RobotMemory, tmp_path: Path
 ) -> None:
@@ -326,9 +384,8 @@ def test_values_of_a_wrong_kind_are_reported_refused_by_export_and_repaired(
 def test_a_superseded_memory_without_its_successor_is_not_exported_until_repaired(
     filled: RobotMemory, tmp_path: Path
 ) -> None:
-    conn = _raw(filled)
-    conn.execute("UPDATE memories SET status = 'superseded', superseded_by = 99999 WHERE id = 20")
-    conn.close()
+    superseded = ["UPDATE memories SET status = 'superseded', superseded_by = 99999 WHERE id = 20"]
+    raw_sql(filled, sqlite=superseded, postgres=superseded)
     assert filled.integrity_report()["examples"]["superseded_without_successor"] == [20]
     with pytest.raises(
         ValidationError, match=r"^memory 20: superseded, but its successor \(99999\) is missing"
@@ -342,6 +399,7 @@ def test_a_superseded_memory_without_its_successor_is_not_exported_until_repaire
         assert copy.import_memories(tmp_path / "out.jsonl")["memories"]["created"] == 31
 
 
+@pytest.mark.sqlite_only  # a PostgreSQL column holds only values of its type
 def test_reads_tolerate_a_value_of_the_wrong_kind_and_name_text_that_is_not_json(
     filled: RobotMemory, tmp_path: Path
 ) -> None:

@@ -2,41 +2,39 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from tests.conftest import write_lock_held
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.vectors import VectorIndex
 
 
-def _open(path: Path) -> RobotMemory:
-    return RobotMemory(path, embed_backend="hash", settings=Settings(home=path.parent))
-
-
-def test_recall_does_not_wait_for_a_write_stuck_on_the_lock(tmp_path: Path) -> None:
-    with _open(tmp_path / "memory.db") as mem:
+def test_recall_does_not_wait_for_a_write_stuck_on_the_lock(
+    tmp_path: Path, locate: Callable[[str], Any]
+) -> None:
+    with RobotMemory(locate("memory.db"), embed_backend="hash", settings=Settings(home=tmp_path)) as mem:
         mem.learn("grip_force=12.5N lifted the mug")
-        blocker = sqlite3.connect(mem.path, isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        writer = threading.Thread(target=mem.learn, args=("grip_force=13N lifted the kettle",))
-        writer.start()
-        time.sleep(0.3)  # the learn is now waiting for the lock inside this instance
-        done: dict[str, float] = {}
+        with write_lock_held(mem):  # another process holds the write lock
+            writer = threading.Thread(target=mem.learn, args=("grip_force=13N lifted the kettle",))
+            writer.start()
+            time.sleep(0.3)  # the learn is now waiting for the lock inside this instance
+            done: dict[str, float] = {}
 
-        def recall() -> None:
-            started = time.perf_counter()
-            mem.recall("mug grip force")
-            done["seconds"] = time.perf_counter() - started
+            def recall() -> None:
+                started = time.perf_counter()
+                mem.recall("mug grip force")
+                done["seconds"] = time.perf_counter() - started
 
-        reader = threading.Thread(target=recall)
-        reader.start()
-        reader.join(timeout=2.0)
-        finished_while_locked = not reader.is_alive()
-        blocker.execute("ROLLBACK")
-        blocker.close()
+            reader = threading.Thread(target=recall)
+            reader.start()
+            reader.join(timeout=2.0)
+            finished_while_locked = not reader.is_alive()
         reader.join()
         writer.join()
         assert finished_while_locked, "recall waited for another thread's write"

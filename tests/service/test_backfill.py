@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.service.conftest import vector_rows, without_vector
+from tests.conftest import vector_rows, without_vector
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.adapters.cli import main
@@ -34,7 +36,10 @@ SHELF_TEXTS = (
 
 
 def test_first_learn_without_a_cached_model_is_fast_and_doctor_says_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    locate: Callable[[str], Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     if not fastembed_installed():
         pytest.skip("fastembed is not installed (pip install 'robotmem[onnx]')")
@@ -46,7 +51,7 @@ def test_first_learn_without_a_cached_model_is_fast_and_doctor_says_why(
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    db = tmp_path / "first.db"
+    db = locate("first.db")
     started = time.perf_counter()
     with RobotMemory(db, embed_backend="onnx", settings=load_settings({})) as mem:
         created = mem.learn("grip_force=12.5N yields highest grasp success rate")
@@ -68,8 +73,10 @@ def test_first_learn_without_a_cached_model_is_fast_and_doctor_says_why(
 # ---- backfill ----------------------------------------------------------------------------------------
 
 
-def test_backfill_embeds_every_active_memory_without_a_vector(tmp_path: Path, settings: Settings) -> None:
-    db = tmp_path / "memory.db"
+def test_backfill_embeds_every_active_memory_without_a_vector(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
+    db = locate("memory.db")
     with RobotMemory(db, settings=settings, embedder=NullEmbedder()) as mem:
         ids = [
             mem.learn(f"waypoint {i} reached after {i * 3} s on the left corridor")["memory_id"]
@@ -100,8 +107,10 @@ def test_backfill_embeds_every_active_memory_without_a_vector(tmp_path: Path, se
     assert ids[0] not in {row[0] for row in vector_rows(db)}
 
 
-def test_backfill_reports_why_it_cannot_run(tmp_path: Path, settings: Settings) -> None:
-    db = tmp_path / "memory.db"
+def test_backfill_reports_why_it_cannot_run(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
+    db = locate("memory.db")
     with RobotMemory(db, settings=settings, embedder=NullEmbedder()) as mem:
         mem.learn("the arm stalls at joint 3 above 40 degrees")
         result = mem.backfill()
@@ -114,8 +123,10 @@ def test_backfill_reports_why_it_cannot_run(tmp_path: Path, settings: Settings) 
 # ---- re-embedding ----------------------------------------------------------------------------------
 
 
-def test_reindex_is_resumable_and_never_mixes_models(tmp_path: Path, settings: Settings) -> None:
-    db = tmp_path / "memory.db"
+def test_reindex_is_resumable_and_never_mixes_models(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
+    db = locate("memory.db")
     old = RobotMemory(db, settings=settings, embedder=HashingEmbedder(dim=64))
     ids = [old.learn(text)["memory_id"] for text in SHELF_TEXTS]
     target = old.recall("pine shelf red boxes", n=3)
@@ -170,8 +181,10 @@ def test_reindex_to_the_same_model_only_backfills(hash64: RobotMemory) -> None:
     assert result["status"] == "up_to_date" and result["embedded"] == 0 and result["without_vector"] == 0
 
 
-def test_reindex_needs_an_available_embedder(tmp_path: Path, settings: Settings) -> None:
-    with RobotMemory(tmp_path / "m.db", settings=settings, embedder=NullEmbedder()) as mem:
+def test_reindex_needs_an_available_embedder(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
+    with RobotMemory(locate("m.db"), settings=settings, embedder=NullEmbedder()) as mem:
         from robotmem import EmbeddingError
 
         with pytest.raises(EmbeddingError, match="cannot re-embed"):

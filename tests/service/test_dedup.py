@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -68,10 +69,10 @@ def test_a_text_of_unknown_words_has_no_candidates(bm25_memory: RobotMemory) -> 
 
 @pytest.mark.parametrize("texts_sharing_the_number", [0, SCREEN_LIMIT + 1])
 def test_number_screen_keeps_cosine_and_jaccard_duplicates(
-    tmp_path: Path, texts_sharing_the_number: int
+    tmp_path: Path, locate: Callable[[str], Any], texts_sharing_the_number: int
 ) -> None:
     settings = Settings(home=tmp_path / "home", dedup_cosine=0.8)
-    with RobotMemory(tmp_path / "m.db", embed_backend="hash", settings=settings) as mem:
+    with RobotMemory(locate("m.db"), embed_backend="hash", settings=settings) as mem:
         for i in range(texts_sharing_the_number):
             mem.learn(f"Calibration log {i} of camera 12 shows drift")
         original = mem.learn("The padded gripper held the red mug firmly at 12 N")
@@ -122,10 +123,10 @@ CONTRADICTIONS = OPPOSITES
 
 
 @pytest.fixture
-def eager(tmp_path: Path) -> Iterator[RobotMemory]:
+def eager(tmp_path: Path, locate: Callable[[str], Any]) -> Iterator[RobotMemory]:
     """A memory whose Jaccard and cosine thresholds would call every pair above a duplicate, but for the words."""
     settings = Settings(home=tmp_path / "home", dedup_jaccard=0.3, dedup_cosine=0.5)
-    with RobotMemory(tmp_path / "eager.db", embed_backend="hash", settings=settings) as mem:
+    with RobotMemory(locate("eager.db"), embed_backend="hash", settings=settings) as mem:
         yield mem
 
 
@@ -167,11 +168,11 @@ def test_the_bundled_model_still_finds_every_variant(real_memory: RobotMemory) -
         assert (repeat["status"], repeat.get("existing_id")) == ("duplicate", stored["memory_id"]), second
 
 
-@pytest.fixture(scope="module")
-def shared_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotMemory]:
-    home = tmp_path_factory.mktemp("opposites")
-    settings = Settings(home=home / "home", dedup_jaccard=0.3, dedup_cosine=0.5)
-    with RobotMemory(home / "m.db", embed_backend="hash", settings=settings) as mem:
+@pytest.fixture
+def shared_memory(tmp_path: Path, locate: Callable[[str], Any]) -> Iterator[RobotMemory]:
+    """One store for every example of the property below (each example learns into its own collection)."""
+    settings = Settings(home=tmp_path / "home", dedup_jaccard=0.3, dedup_cosine=0.5)
+    with RobotMemory(locate("m.db"), embed_backend="hash", settings=settings) as mem:
         yield mem
 
 

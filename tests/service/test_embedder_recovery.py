@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.conftest import without_vector
 from tests.embedders.servers import FakeClock, FakeServer, serve
 
 from robotmem import RobotMemory
@@ -23,20 +23,11 @@ def ollama() -> Iterator[FakeServer]:
         yield server
 
 
-def unembedded(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        query = "SELECT COUNT(*) FROM memories WHERE embedding_model IS NULL AND status = 'active'"
-        return int(conn.execute(query).fetchone()[0])
-    finally:
-        conn.close()
-
-
 def test_recall_stays_available_during_an_outage_and_is_hybrid_after_recovery(
-    tmp_path: Path, settings: Settings, ollama: FakeServer
+    locate: Callable[[str], Any], settings: Settings, ollama: FakeServer
 ) -> None:
     clock = FakeClock()
-    db = tmp_path / "memory.db"
+    db = locate("memory.db")
     embedder = OllamaEmbedder(ollama.url, "nomic-embed-text", timeout_s=2.0, clock=clock)
     with RobotMemory(db, settings=settings, embedder=embedder) as mem:
         before = mem.learn("the gripper slips on wet glass cups")["memory_id"]
@@ -45,7 +36,7 @@ def test_recall_stays_available_during_an_outage_and_is_hybrid_after_recovery(
         ollama.fail_status = 500
         during = mem.learn("lidar misses glass doors in the hallway")
         assert during["status"] == "created"  # the experience is kept without a vector
-        assert unembedded(db) == 1
+        assert without_vector(db) == 1
         requests = len(ollama.embed_requests())
         for _ in range(3):
             result = mem.recall("glass doors lidar", n=2)
@@ -63,40 +54,40 @@ def test_recall_stays_available_during_an_outage_and_is_hybrid_after_recovery(
         assert during["memory_id"] in [m["id"] for m in recovered["memories"]]
 
         assert mem.backfill()["embedded"] == 1
-        assert unembedded(db) == 0
+        assert without_vector(db) == 0
         assert {m["id"] for m in mem.recall("glass", n=5)["memories"]} == {before, during["memory_id"]}
         assert mem.doctor()["ok"]
 
 
 def test_background_backfill_fills_vectors_once_the_embedder_is_back(
-    tmp_path: Path, settings: Settings, ollama: FakeServer
+    locate: Callable[[str], Any], settings: Settings, ollama: FakeServer
 ) -> None:
     clock = FakeClock()
-    db = tmp_path / "memory.db"
+    db = locate("memory.db")
     embedder = OllamaEmbedder(ollama.url, "nomic-embed-text", timeout_s=2.0, clock=clock)
     with RobotMemory(db, settings=settings, embedder=embedder) as mem:
         mem.learn("the charger is behind the blue door")
         ollama.fail_status = 503
         for text in ("arm stalls at joint 3 above 40 degrees", "camera exposure drops under the skylight"):
             mem.learn(text)
-        assert unembedded(db) == 2
+        assert without_vector(db) == 2
         assert mem.start_background_backfill(interval_s=0.05)
         time.sleep(0.3)
-        assert unembedded(db) == 2  # still cooling down
+        assert without_vector(db) == 2  # still cooling down
         ollama.fail_status = None
         clock.advance(61)
         deadline = time.monotonic() + 10
-        while unembedded(db) and time.monotonic() < deadline:
+        while without_vector(db) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert unembedded(db) == 0
+        assert without_vector(db) == 0
         thread = mem._background._thread
     assert thread is not None and not thread.is_alive()
 
 
 def test_a_fresh_process_with_the_server_down_recalls_with_bm25(
-    tmp_path: Path, settings: Settings, ollama: FakeServer
+    locate: Callable[[str], Any], settings: Settings, ollama: FakeServer
 ) -> None:
-    db = tmp_path / "memory.db"
+    db = locate("memory.db")
     with RobotMemory(db, settings=settings, embedder=OllamaEmbedder(ollama.url, "nomic-embed-text")) as mem:
         created = mem.learn("the ramp to dock 2 is too steep for the cart")["memory_id"]
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)

@@ -1,11 +1,15 @@
-"""Export and backup never write over the database in use, its -wal/-shm, or an existing file."""
+"""Export and backup never write over the database in use, its -wal/-shm, or an existing file.
+
+The database in use, its side files and backups are SQLite's; an existing export is refused on every engine.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +19,8 @@ from robotmem.embedders.hashing import HashingEmbedder
 
 
 @pytest.fixture
-def live(tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
-    with RobotMemory(tmp_path / "memory.db", settings=settings, embedder=HashingEmbedder(dim=32)) as mem:
+def live(locate: Callable[[str], Any], settings: Settings) -> Iterator[RobotMemory]:
+    with RobotMemory(locate("memory.db"), settings=settings, embedder=HashingEmbedder(dim=32)) as mem:
         mem.learn("the charger is behind the blue door")
         mem.learn("lidar misses glass doors in the hallway")
         yield mem
@@ -33,6 +37,7 @@ def still_whole(mem: RobotMemory) -> None:
     assert mem.integrity_report()["ok"]
 
 
+@pytest.mark.sqlite_only
 def test_export_refuses_the_database_in_use_and_its_side_files(tmp_path: Path, live: RobotMemory) -> None:
     db = Path(live.path)
     assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
@@ -90,6 +95,7 @@ def test_export_refuses_an_existing_file_unless_forced(tmp_path: Path, live: Rob
         live.export_memories(tmp_path / "new.jsonl", force="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.sqlite_only
 def test_force_never_replaces_a_sqlite_file_or_a_directory(tmp_path: Path, live: RobotMemory) -> None:
     backup = tmp_path / "backup.db"
     live.backup(backup)
@@ -107,6 +113,21 @@ def test_force_never_replaces_a_sqlite_file_or_a_directory(tmp_path: Path, live:
         assert copy.doctor()["memories"]["total"] == 2
 
 
+def test_export_never_replaces_a_sqlite_database_or_a_directory(tmp_path: Path, live: RobotMemory) -> None:
+    """Whatever engine exports: a robot's SQLite file and a directory are never export targets."""
+    robot = tmp_path / "robot.db"
+    with RobotMemory(robot, settings=Settings(home=tmp_path), embedder=HashingEmbedder(dim=32)) as other:
+        other.learn("the dock light blinks twice when charging")
+    before = digest(robot)
+    with pytest.raises(ValidationError, match="holds a SQLite database"):
+        live.export_memories(robot, force=True)
+    assert digest(robot) == before
+    with pytest.raises(ValidationError, match="is a directory"):
+        live.export_memories(tmp_path, force=True)
+    still_whole(live)
+
+
+@pytest.mark.sqlite_only
 def test_a_refused_export_leaves_the_other_process_view_intact(tmp_path: Path, live: RobotMemory) -> None:
     """A second instance (as a server would hold it) keeps reading and writing the same file."""
     with RobotMemory(live.path, settings=Settings(home=tmp_path), embedder=HashingEmbedder(dim=32)) as server:

@@ -1,10 +1,12 @@
-"""RobotMemory end to end on real SQLite files: the behaviours the core promises."""
+"""RobotMemory end to end on real stores (SQLite files, PostgreSQL databases): the behaviours the core promises."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
-from tests.conftest import FakeClock, stored_vector, table_counts
+from tests.conftest import FakeClock, location_of, stored_vector, table_counts
 
 from robotmem import ConflictError, NotFoundError, RobotMemory, ValidationError
 
@@ -114,11 +116,11 @@ def test_forget_removes_memory_from_every_search_path(memory: RobotMemory) -> No
     assert memory.doctor()["vectors"]["stale"] == 0
 
 
-def test_twenty_session_ends_decay_no_more_than_one(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_twenty_session_ends_decay_no_more_than_one(locate, settings) -> None:  # type: ignore[no-untyped-def]
     def confidence_after(session_ends: int) -> float:
         clock = FakeClock()
         with RobotMemory(
-            tmp_path / f"decay{session_ends}.db", embed_backend="none", settings=settings, clock=clock
+            locate(f"decay{session_ends}.db"), embed_backend="none", settings=settings, clock=clock
         ) as mem:
             memory_id = mem.learn("push speed of 0.3 m/s overshoots the goal")["memory_id"]
             clock.advance(days=10)
@@ -265,17 +267,23 @@ def test_real_world_memories_are_boosted(memory: RobotMemory) -> None:
     assert ranked == [real, sim]
 
 
-def test_module_functions_delegate_to_a_default_instance(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_module_functions_delegate_to_a_default_instance(tmp_path, monkeypatch, engine, locate) -> None:  # type: ignore[no-untyped-def]
     import robotmem
 
     monkeypatch.setenv("ROBOTMEM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ROBOTMEM_EMBED_BACKEND", "hash")
+    if engine != "sqlite":  # the settings name the server instead of the home's file
+        monkeypatch.setenv("ROBOTMEM_DATABASE_URL", locate())
     monkeypatch.setattr(robotmem, "_default", None)
     created = robotmem.learn("module level learn works")
     assert robotmem.recall("module level")["memories"][0]["id"] == created["memory_id"]
     assert robotmem.recall("module level", robots="self")["memories"][0]["id"] == created["memory_id"]
     assert robotmem.recall("module level", robots=["another-robot"])["total"] == 0
-    assert robotmem.default_memory().path == tmp_path / "home" / "memory.db"
+    if engine == "sqlite":
+        assert robotmem.default_memory().path == tmp_path / "home" / "memory.db"
+    else:
+        assert location_of(robotmem.default_memory()) == os.environ["ROBOTMEM_DATABASE_URL"]
+        assert not (tmp_path / "home" / "memory.db").exists()
     robotmem.default_memory().close()
 
 
@@ -304,6 +312,8 @@ BAD_CALLS = [
     ("learn", {"insight": "ok text", "context": "{not json"}, "context"),
     ("learn", {"insight": "ok text", "context": "[1, 2]"}, "context"),
     ("learn", {"insight": "ok text", "context": {"a": float("nan")}}, "context"),
+    ("learn", {"insight": "ok text", "context": {"a": ["grip", "x\x00y"]}}, "NUL"),
+    ("update", {"memory_id": 1, "new_content": "new text", "context": {"k\x00": 1}}, "NUL"),
     ("learn", {"insight": 42}, "insight"),
     ("recall", {"query": "cup", "n": 0}, "n"),
     ("recall", {"query": "cup", "n": 101}, "n"),
@@ -350,8 +360,8 @@ def test_unknown_ids_raise_not_found_and_change_nothing(memory: RobotMemory, met
     assert table_counts(memory) == before
 
 
-def test_recall_records_access_in_the_background(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "access.db"
+def test_recall_records_access_in_the_background(locate, settings) -> None:  # type: ignore[no-untyped-def]
+    path = locate("access.db")
     with RobotMemory(path, embed_backend="none", settings=settings) as mem:
         memory_id = mem.learn("count my accesses please")["memory_id"]
         mem.recall("accesses")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.conftest import FakeClock, table_counts
+from tests.conftest import FakeClock, query_rows, table_counts
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -76,29 +77,49 @@ def test_an_empty_batch_stores_nothing(bm25_memory: RobotMemory) -> None:
 
 
 def _stored(mem: RobotMemory) -> dict[str, list[tuple[object, ...]]]:
-    conn = sqlite3.connect(mem.path)
-    try:
-        return {
-            "memories": conn.execute(
-                "SELECT id, collection, type, content, category, confidence, base_confidence, context, scope_files, "
-                "scope_entities, session_id IS NOT NULL, perception_type, status, embedding_model, created_at, updated_at "
-                "FROM memories ORDER BY id"
-            ).fetchall(),
-            "tags": conn.execute(
-                "SELECT rowid, memory_id, tag, source FROM memory_tags ORDER BY rowid"
-            ).fetchall(),
-            "fts": conn.execute("SELECT rowid, body FROM memories_fts ORDER BY rowid").fetchall(),
-            "payloads": conn.execute("SELECT * FROM perception_payloads ORDER BY memory_id").fetchall(),
-            "vectors": conn.execute(
-                "SELECT memory_id, seq, model_id, embedding FROM memory_vectors ORDER BY seq"
-            ).fetchall(),
-        }
-    finally:
-        conn.close()
+    """Every row a perception writes, with its text index and vector, in the engine's own tables."""
+    return {
+        "memories": query_rows(
+            mem,
+            sqlite="SELECT id, collection, type, content, category, confidence, base_confidence, context, "
+            "scope_files, scope_entities, session_id IS NOT NULL, perception_type, status, embedding_model, "
+            "created_at, updated_at FROM memories ORDER BY id",
+            postgres="SELECT id, collection, type, content, category, confidence, base_confidence, "
+            "context::text, scope_files, scope_entities, session_id IS NOT NULL, perception_type, status, "
+            "embedding_model, created_at, updated_at FROM memories ORDER BY id",
+        ),
+        "tags": query_rows(
+            mem,
+            sqlite="SELECT rowid, memory_id, tag, source FROM memory_tags ORDER BY rowid",
+            postgres="SELECT position, memory_id, tag, source FROM memory_tags ORDER BY position",
+        ),
+        "fts": query_rows(
+            mem,
+            sqlite="SELECT rowid, body FROM memories_fts ORDER BY rowid",
+            postgres="SELECT id, terms::text, term_count FROM memories WHERE terms IS NOT NULL ORDER BY id",
+        ),
+        "fts_statistics": query_rows(
+            mem,
+            sqlite="SELECT 1",
+            postgres="SELECT (SELECT string_agg(term || ':' || docs, ' ' ORDER BY term) FROM fts_terms), "
+            "docs, tokens FROM fts_totals",
+        ),
+        "payloads": query_rows(
+            mem,
+            sqlite="SELECT * FROM perception_payloads ORDER BY memory_id",
+            postgres="SELECT * FROM perception_payloads ORDER BY memory_id",
+        ),
+        "vectors": query_rows(
+            mem,
+            sqlite="SELECT memory_id, seq, model_id, embedding FROM memory_vectors ORDER BY seq",
+            postgres="SELECT id, embedding_model, embedding::text FROM memories "
+            "WHERE embedding IS NOT NULL ORDER BY id",
+        ),
+    }
 
 
 def test_a_batch_stores_exactly_what_a_loop_of_save_perception_stores(
-    tmp_path: Path, clock: FakeClock
+    tmp_path: Path, locate: Callable[[str], Any], clock: FakeClock
 ) -> None:
     items: list[dict[str, object]] = [
         {"description": "Camera frame 3: the mug was grasped, it worked", "data": '{"pixels": [1, 2]}'},
@@ -111,7 +132,7 @@ def test_a_batch_stores_exactly_what_a_loop_of_save_perception_stores(
     for batched in (False, True):
         settings = Settings(home=tmp_path / "home")
         with RobotMemory(
-            tmp_path / f"{batched}.db", embed_backend="hash", settings=settings, clock=clock
+            locate(f"{batched}.db"), embed_backend="hash", settings=settings, clock=clock
         ) as mem:
             mem.learn("grip_force=12 N held the mug")
             session = mem.start_session()

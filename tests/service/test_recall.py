@@ -1,13 +1,13 @@
-"""Task and place in one recall: a query and ``spatial_sort`` together, on both candidate sources."""
+"""Task and place in one recall: a query and ``spatial_sort`` together, on every candidate source."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.conftest import location_of
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -15,11 +15,11 @@ from robotmem.config import Settings
 SORT = {"field": "spatial.start", "target": [0.0, 0.0]}
 
 
-@pytest.fixture(params=["mirror", "sql"])
-def episodes(request: pytest.FixtureRequest, tmp_path: Path, settings: Settings) -> Iterator[RobotMemory]:
+@pytest.fixture
+def episodes(locate: Callable[[str], Any], settings: Settings, recall_mirror: bool) -> Iterator[RobotMemory]:
     """Push episodes near the origin, grasp episodes farther out; each source, with hashed vectors."""
-    chosen = settings.replace(recall_mirror=request.param == "mirror")
-    with RobotMemory(tmp_path / "memory.db", embed_backend="hash", settings=chosen) as mem:
+    chosen = settings.replace(recall_mirror=recall_mirror)
+    with RobotMemory(locate("memory.db"), embed_backend="hash", settings=chosen) as mem:
         for i in range(30):
             mem.learn(f"push episode {i} slid the block", context={"spatial": {"start": [0.1 * i, 0.0]}})
         for i in range(30):
@@ -45,10 +45,10 @@ def test_query_and_spatial_sort_return_the_nearest_relevant_memories(episodes: R
 
 
 def test_relevant_memories_beyond_the_candidate_depth_compete_on_distance(
-    episodes: RobotMemory, tmp_path: Path, settings: Settings
+    episodes: RobotMemory, settings: Settings
 ) -> None:
     shallow = settings.replace(candidate_depth=3, recall_mirror=episodes.engine.settings.recall_mirror)
-    with RobotMemory(episodes.path, embed_backend="hash", settings=shallow) as mem:
+    with RobotMemory(location_of(episodes), embed_backend="hash", settings=shallow) as mem:
         target = {"field": "spatial.start", "target": [7.9, 0.0]}
         found = mem.recall("grasp mug", n=2, spatial_sort=target)["memories"]
     assert [m["content"] for m in found] == [
@@ -75,7 +75,7 @@ def test_an_empty_query_returns_the_nearest_of_all_filtered_memories(episodes: R
 
 def test_without_an_embedder_the_gate_is_the_same(episodes: RobotMemory, settings: Settings) -> None:
     plain = settings.replace(recall_mirror=episodes.engine.settings.recall_mirror)
-    with RobotMemory(episodes.path, embed_backend="none", settings=plain) as mem:
+    with RobotMemory(location_of(episodes), embed_backend="none", settings=plain) as mem:
         assert mem.recall("zebra quantum xylophone", spatial_sort=SORT)["memories"] == []
         found = mem.recall("grasp mug", n=3, spatial_sort=SORT)
     assert found["mode"] == "bm25_only"
@@ -83,12 +83,11 @@ def test_without_an_embedder_the_gate_is_the_same(episodes: RobotMemory, setting
     assert all(math.isfinite(m["score"]) for m in found["memories"])
 
 
-@pytest.mark.parametrize("mirror", [True, False])
 def test_with_the_default_model_a_paraphrase_passes_the_gate_by_cosine(
-    mirror: bool, tmp_path: Path, settings: Settings, bundled_embedder: Any
+    recall_mirror: bool, locate: Callable[[str], Any], settings: Settings, bundled_embedder: Any
 ) -> None:
-    chosen = settings.replace(recall_mirror=mirror)
-    with RobotMemory(tmp_path / "real.db", settings=chosen, embedder=bundled_embedder) as mem:
+    chosen = settings.replace(recall_mirror=recall_mirror)
+    with RobotMemory(locate("real.db"), settings=chosen, embedder=bundled_embedder) as mem:
         grip = mem.learn(
             "grip_force=12.5N yields highest grasp success rate",
             context={"spatial": {"start": [3.0, 0.0]}},
@@ -104,12 +103,11 @@ def test_with_the_default_model_a_paraphrase_passes_the_gate_by_cosine(
         assert len(mem.recall("", spatial_sort=SORT)["memories"]) == 3
 
 
-@pytest.mark.parametrize("mirror", [True, False])
 def test_the_nearest_relevant_are_found_behind_many_nearer_irrelevant_ones(
-    mirror: bool, tmp_path: Path, settings: Settings
+    recall_mirror: bool, locate: Callable[[str], Any], settings: Settings
 ) -> None:
     with RobotMemory(
-        tmp_path / "m.db", embed_backend="none", settings=settings.replace(recall_mirror=mirror)
+        locate("m.db"), embed_backend="none", settings=settings.replace(recall_mirror=recall_mirror)
     ) as mem:
         for i in range(300):
             mem.learn(f"push trial {i} moved the block", context={"spatial": {"start": [0.01 * i, 0.0]}})

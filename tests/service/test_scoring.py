@@ -1,9 +1,9 @@
-"""Recall scoring: score fusion, episode structure and named context values, on real SQLite files."""
+"""Recall scoring: score fusion, episode structure and named context values, on real stores."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +50,10 @@ def _log(mem: RobotMemory) -> dict[tuple[int, int], int]:
 
 
 @pytest.fixture
-def logged(tmp_path: Path, settings: Settings) -> Iterator[tuple[RobotMemory, dict[tuple[int, int], int]]]:
-    with RobotMemory(tmp_path / "log.db", settings=settings, embed_backend="hash") as mem:
+def logged(
+    locate: Callable[[str], Any], settings: Settings
+) -> Iterator[tuple[RobotMemory, dict[tuple[int, int], int]]]:
+    with RobotMemory(locate("log.db"), settings=settings, embed_backend="hash") as mem:
         yield mem, _log(mem)
 
 
@@ -178,6 +180,7 @@ def test_extended_stopwords_leave_out_question_words() -> None:
     ]
 
 
+@pytest.mark.sqlite_only  # the recall mirror
 @pytest.mark.parametrize("fusion", ["rrf", "zscore", "minmax"])
 def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
     tmp_path: Path, settings: Settings, fusion: str
@@ -281,6 +284,7 @@ def test_scoring_settings_out_of_range_are_named(changes: dict[str, Any], messag
         Settings().replace(**changes)
 
 
+@pytest.mark.sqlite_only  # the recall mirror
 @pytest.mark.parametrize(
     ("k1", "b", "coverage"), [(1.2, 0.75, 0.0), (0.6, 0.1, 0.0), (0.9, 0.0, 0.3), (1.2, 0.75, 0.5)]
 )

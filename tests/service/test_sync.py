@@ -1,15 +1,16 @@
-"""Two robots on their own SQLite files and one fleet file: offline learning, sync, scoped recall, conflicts."""
+"""Two robots on their own SQLite files and one fleet store (a SQLite file, or a PostgreSQL database): offline
+learning, sync, scoped recall, conflicts."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, has_tables
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
@@ -26,11 +27,12 @@ def open_robot(tmp_path: Path, name: str, settings: Settings, clock: FakeClock) 
 
 @pytest.fixture
 def robots(
-    tmp_path: Path, settings: Settings, clock: FakeClock
-) -> Iterator[tuple[RobotMemory, RobotMemory, Path]]:
+    tmp_path: Path, locate: Callable[[str], Any], settings: Settings, clock: FakeClock
+) -> Iterator[tuple[RobotMemory, RobotMemory, Any]]:
+    """Two robots on SQLite files, and the location of a fleet store of the test's engine."""
     a, b = open_robot(tmp_path, "arm-a", settings, clock), open_robot(tmp_path, "arm-b", settings, clock)
     try:
-        yield a, b, tmp_path / "fleet.db"
+        yield a, b, locate("fleet.db")
     finally:
         a.close()
         b.close()
@@ -61,7 +63,7 @@ def written(result: dict[str, Any]) -> int:
     )
 
 
-def sync_until_quiet(fleet: Path, *mems: RobotMemory) -> None:
+def sync_until_quiet(fleet: Any, *mems: RobotMemory) -> None:
     for _ in range(3):
         for mem in mems:
             mem.sync(fleet)
@@ -79,7 +81,7 @@ def learn_offline(a: RobotMemory, b: RobotMemory, clock: FakeClock) -> None:
 
 
 def test_two_robots_sync_through_the_fleet_and_converge(
-    robots: tuple[RobotMemory, RobotMemory, Path], clock: FakeClock, tmp_path: Path
+    robots: tuple[RobotMemory, RobotMemory, Any], clock: FakeClock, tmp_path: Path
 ) -> None:
     a, b, fleet = robots
     learn_offline(a, b, clock)
@@ -108,7 +110,7 @@ def test_two_robots_sync_through_the_fleet_and_converge(
 
 
 def test_sync_is_incremental_from_the_cursor(
-    robots: tuple[RobotMemory, RobotMemory, Path], clock: FakeClock
+    robots: tuple[RobotMemory, RobotMemory, Any], clock: FakeClock
 ) -> None:
     a, b, fleet = robots
     for i in range(30):
@@ -137,7 +139,7 @@ def test_sync_is_incremental_from_the_cursor(
 
 
 def test_a_later_edit_wins_and_forget_wins_over_any_edit(
-    robots: tuple[RobotMemory, RobotMemory, Path], clock: FakeClock, tmp_path: Path
+    robots: tuple[RobotMemory, RobotMemory, Any], clock: FakeClock, tmp_path: Path
 ) -> None:
     a, b, fleet = robots
     one = a.learn("grip_force=10N holds the mug")["memory_id"]
@@ -163,7 +165,7 @@ def test_a_later_edit_wins_and_forget_wins_over_any_edit(
 
 
 def test_edits_at_the_same_instant_have_one_winner_everywhere(
-    robots: tuple[RobotMemory, RobotMemory, Path], tmp_path: Path
+    robots: tuple[RobotMemory, RobotMemory, Any], tmp_path: Path
 ) -> None:
     a, b, fleet = robots
     memory_id = a.learn("grip_force=10N holds the mug")["memory_id"]
@@ -178,7 +180,7 @@ def test_edits_at_the_same_instant_have_one_winner_everywhere(
 
 
 def test_consolidation_lineage_and_sessions_travel(
-    robots: tuple[RobotMemory, RobotMemory, Path], clock: FakeClock
+    robots: tuple[RobotMemory, RobotMemory, Any], clock: FakeClock
 ) -> None:
     a, b, fleet = robots
     episode = a.start_session(context={"task": "grasp"})
@@ -203,7 +205,7 @@ def test_consolidation_lineage_and_sessions_travel(
 
 
 def test_recall_scoped_to_robots_and_the_own_robot_boost(
-    robots: tuple[RobotMemory, RobotMemory, Path],
+    robots: tuple[RobotMemory, RobotMemory, Any],
 ) -> None:
     a, b, fleet = robots
     a.learn("the mug handle faces left on shelf 2")
@@ -242,7 +244,7 @@ def test_bad_robot_scopes_are_refused(memory: RobotMemory, robots: Any, message:
 
 
 def test_bad_fleet_arguments_are_refused_and_write_nothing(
-    robots: tuple[RobotMemory, RobotMemory, Path], tmp_path: Path
+    robots: tuple[RobotMemory, RobotMemory, Any], tmp_path: Path
 ) -> None:
     a, _, fleet = robots
     with pytest.raises(ValidationError, match="direction: 'sideways'"):
@@ -253,7 +255,7 @@ def test_bad_fleet_arguments_are_refused_and_write_nothing(
         a.sync(tmp_path / "missing" / "fleet.db")
     with pytest.raises(ValidationError, match="fleet: mysql:// stores need an engine"):
         a.sync("mysql://fleet.example/robots")
-    assert not fleet.exists()
+    assert not has_tables(fleet)
 
 
 def test_robot_id_setting_is_checked(settings: Settings) -> None:
@@ -267,21 +269,25 @@ def test_robot_id_setting_is_checked(settings: Settings) -> None:
         settings.replace(own_robot_boost=0)
 
 
-def test_without_a_setting_the_robot_id_is_derived_once_per_file(tmp_path: Path, settings: Settings) -> None:
-    with RobotMemory(tmp_path / "r.db", embed_backend="none", settings=settings) as mem:
+def test_without_a_setting_the_robot_id_is_derived_once_per_file(
+    locate: Callable[[str], Any], settings: Settings
+) -> None:
+    store = locate("r.db")
+    with RobotMemory(store, embed_backend="none", settings=settings) as mem:
         memory_id = mem.learn("the charger is behind the blue door")["memory_id"]
         derived = mem.get_memory(memory_id)["robot_id"]
-    with RobotMemory(tmp_path / "r.db", embed_backend="none", settings=settings) as mem:
+    with RobotMemory(store, embed_backend="none", settings=settings) as mem:
         again = mem.learn("the dock is next to the charger")["memory_id"]
         assert mem.get_memory(again)["robot_id"] == derived
-    with RobotMemory(tmp_path / "other.db", embed_backend="none", settings=settings) as other:
+    with RobotMemory(locate("other.db"), embed_backend="none", settings=settings) as other:
         elsewhere = other.learn("the charger is behind the blue door")["memory_id"]
         assert other.get_memory(elsewhere)["robot_id"] != derived
 
 
 def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
-    tmp_path: Path, settings: Settings, clock: FakeClock
+    tmp_path: Path, locate: Callable[[str], Any], settings: Settings, clock: FakeClock
 ) -> None:
+    """An old robot file (SQLite) is migrated, then pushes every memory to the fleet store."""
     db = tmp_path / "v3.db"
     with RobotMemory(db, embed_backend="hash", settings=settings, clock=clock) as mem:
         for i in range(3):
@@ -322,11 +328,11 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
         records = mem.recall("", n=10, min_confidence=0.0)["memories"]
         assert len({m["robot_id"] for m in records}) == 1 and records[0]["robot_id"]
         assert mem.integrity_report()["ok"]
-        assert mem.sync(tmp_path / "fleet.db")["pushed"]["memories"]["created"] == 3
+        assert mem.sync(locate("fleet.db"))["pushed"]["memories"]["created"] == 3
 
 
 def test_vectors_travel_only_to_a_robot_whose_embedder_made_them(
-    robots: tuple[RobotMemory, RobotMemory, Path], tmp_path: Path, settings: Settings
+    robots: tuple[RobotMemory, RobotMemory, Any], tmp_path: Path, settings: Settings
 ) -> None:
     a, _, fleet = robots
     a.learn("the charger is behind the blue door")
@@ -354,7 +360,7 @@ def test_an_edit_is_later_than_what_it_edits_even_with_a_clock_behind(
 
 
 def test_a_memory_beyond_this_robots_limits_is_left_out_and_named(
-    robots: tuple[RobotMemory, RobotMemory, Path], caplog: pytest.LogCaptureFixture
+    robots: tuple[RobotMemory, RobotMemory, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     a, b, fleet = robots
     a.learn("the cup slipped when the gripper closed too fast on the wet handle")

@@ -1,9 +1,14 @@
-"""Random interleavings of learn, update, forget and sync on two robots always converge, losing nothing."""
+"""Random interleavings of learn, update, forget and sync on two robots always converge, losing nothing.
+
+Robot arm-a keeps a SQLite file; arm-b and the fleet store are of the test's engine, so on PostgreSQL a
+SQLite robot and a PostgreSQL one sync through a PostgreSQL fleet store.
+"""
 
 from __future__ import annotations
 
 import itertools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +35,14 @@ steps = st.lists(
 )
 
 
-def run(script: list[tuple[str, str, int]], root: Path) -> None:
+def run(script: list[tuple[str, str, int]], root: Path, locate: Callable[[str], Any]) -> None:
     clock = FakeClock()
     base = Settings(home=root / "home")
-    fleet = root / "fleet.db"
+    fleet = locate("fleet.db")
+    places = {"arm-a": root / "arm-a.db", "arm-b": locate("arm-b.db")}
     mems = {
         name: RobotMemory(
-            root / f"{name}.db", embed_backend="hash", settings=base.replace(robot_id=name), clock=clock
+            places[name], embed_backend="hash", settings=base.replace(robot_id=name), clock=clock
         )
         for name in ROBOTS
     }
@@ -93,8 +99,14 @@ def run(script: list[tuple[str, str, int]], root: Path) -> None:
             mem.close()
 
 
-@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps)
-def test_random_interleavings_on_two_robots_converge(script: list[tuple[str, str, int]]) -> None:
+@settings(
+    max_examples=examples(15),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(script=steps)
+def test_random_interleavings_on_two_robots_converge(
+    script: list[tuple[str, str, int]], locate: Callable[[str], Any]
+) -> None:
     with tempfile.TemporaryDirectory() as root:
-        run(script, Path(root))
+        run(script, Path(root), locate)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from tests.conftest import table_counts
-from tests.service.conftest import without_vector
+from tests.conftest import table_counts, without_vector
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.adapters.cli import main
@@ -66,7 +66,7 @@ def ranked(mem: RobotMemory, collection: str = "default") -> list[list[tuple[int
 
 @pytest.mark.parametrize("with_vectors", [True, False])
 def test_export_then_import_into_an_empty_database_recalls_the_same(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory, with_vectors: bool
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory, with_vectors: bool
 ) -> None:
     fill(hash64)
     exported = hash64.export_memories(tmp_path / "out.jsonl", vectors=with_vectors)
@@ -76,7 +76,7 @@ def test_export_then_import_into_an_empty_database_recalls_the_same(
     assert header["format"] == "robotmem-export" and header["version"] == 1
     assert (header["embedding_model"], header["dim"], header["vectors"]) == ("hash-64", 64, with_vectors)
 
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         result = copy.import_memories(tmp_path / "out.jsonl")
         assert result["memories"] == {"created": 9, "updated": 0, "skipped": 0}
         assert result["sessions"] == {"created": 2, "updated": 0, "skipped": 0}
@@ -102,6 +102,29 @@ def test_export_then_import_into_an_empty_database_recalls_the_same(
         assert again["memories"] == {"created": 0, "updated": 0, "skipped": 9}
         assert again["sessions"]["created"] == 0
         assert table_counts(copy) == before
+
+
+def test_an_export_of_a_sqlite_robot_imports_into_any_engine_and_back(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
+    """Every field, vector and lineage link crosses engines both ways, and recall ranks alike."""
+    with RobotMemory(tmp_path / "robot.db", settings=settings, embedder=HashingEmbedder(dim=64)) as robot:
+        fill(robot)
+        robot.export_memories(tmp_path / "robot.jsonl", vectors=True)
+        expected = (ranked(robot), ranked(robot, "lab"))
+    _, lines = records(tmp_path / "robot.jsonl")
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+        result = copy.import_memories(tmp_path / "robot.jsonl")
+        assert result["memories"]["created"] == 9 and result["vectors"]["from_file"] == 6
+        copy.export_memories(tmp_path / "copy.jsonl", vectors=True)
+        assert records(tmp_path / "copy.jsonl")[1] == lines
+        assert (ranked(copy), ranked(copy, "lab")) == expected
+        assert copy.doctor()["ok"]
+    with RobotMemory(tmp_path / "back.db", settings=settings, embedder=HashingEmbedder(dim=64)) as back:
+        back.import_memories(tmp_path / "copy.jsonl")
+        back.export_memories(tmp_path / "back.jsonl", vectors=True)
+        assert records(tmp_path / "back.jsonl")[1] == lines
+        assert (ranked(back), ranked(back, "lab")) == expected
 
 
 def test_export_holds_every_field_tags_lineage_and_payloads(tmp_path: Path, hash64: RobotMemory) -> None:
@@ -193,16 +216,16 @@ def test_import_overwrite_restores_changed_memories(tmp_path: Path, hash64: Robo
 
 
 def test_import_reembeds_with_another_model_or_leaves_memories_for_backfill(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory
 ) -> None:
     fill(hash64)
     hash64.export_memories(tmp_path / "out.jsonl", vectors=True)
-    with RobotMemory(tmp_path / "other.db", settings=settings, embedder=HashingEmbedder(dim=128)) as other:
+    with RobotMemory(locate("other.db"), settings=settings, embedder=HashingEmbedder(dim=128)) as other:
         result = other.import_memories(tmp_path / "out.jsonl")
         assert result["vectors"] == {"from_file": 0, "embedded": 6} and result["without_vector"] == 0
         assert other.embedding_status()["database_model"] == {"model_id": "hash-128", "dim": 128}
         assert other.recall("cup slipped gripper")["mode"] == "hybrid"
-    offline = tmp_path / "offline.db"
+    offline = locate("offline.db")
     with RobotMemory(offline, settings=settings, embedder=NullEmbedder()) as bare:
         result = bare.import_memories(tmp_path / "out.jsonl")
         assert result["vectors"] == {"from_file": 0, "embedded": 0} and result["without_vector"] == 6
@@ -243,7 +266,7 @@ def test_export_to_an_unwritable_place_leaves_no_file(tmp_path: Path, hash64: Ro
 
 
 def test_an_interrupted_import_leaves_nothing_and_completes_when_run_again(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory
 ) -> None:
     fill(hash64)
     hash64.export_memories(tmp_path / "out.jsonl", vectors=True)
@@ -253,7 +276,7 @@ def test_an_interrupted_import_leaves_nothing_and_completes_when_run_again(
         if advance:
             raise KeyboardInterrupt
 
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         with pytest.raises(KeyboardInterrupt):
             copy.import_memories(tmp_path / "out.jsonl", progress=interrupt, batch_size=4)
         assert copy.doctor()["memories"]["total"] == 0 and table_counts(copy)["sessions"] == 0
@@ -286,7 +309,7 @@ def write_lines(path: Path, lines: list[Any]) -> Path:
 
 
 def test_naive_and_date_only_times_are_stored_as_utc_and_sessions_still_end(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory
 ) -> None:
     fill(hash64)
     hash64.export_memories(tmp_path / "out.jsonl")
@@ -300,7 +323,7 @@ def test_naive_and_date_only_times_are_stored_as_utc_and_sessions_still_end(
     memories[1]["memory"]["updated_at"] = "2020-01-01T05:30:00+05:30"
     memories[1]["memory"]["last_accessed"] = "2020-01-02T00:00:00Z"
     write_lines(tmp_path / "odd.jsonl", [header, *lines])
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         copy.import_memories(tmp_path / "odd.jsonl")
         stored = {
             m["memory"]["uid"]: m["memory"] for m in snapshot(copy, tmp_path / "s")[1:] if "memory" in m
@@ -318,9 +341,9 @@ def test_naive_and_date_only_times_are_stored_as_utc_and_sessions_still_end(
 
 
 def test_a_bad_line_late_in_the_file_leaves_nothing_written_and_names_line_and_field(
-    tmp_path: Path, settings: Settings
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
 ) -> None:
-    with RobotMemory(tmp_path / "big.db", settings=settings, embedder=HashingEmbedder(dim=16)) as big:
+    with RobotMemory(locate("big.db"), settings=settings, embedder=HashingEmbedder(dim=16)) as big:
         session = big.start_session()["session_id"]
         for i in range(460):
             big.learn(f"episode {i} pushed the block {i} cm past the marker", session_id=session)
@@ -331,7 +354,7 @@ def test_a_bad_line_late_in_the_file_leaves_nothing_written_and_names_line_and_f
     lines[450]["memory"]["created_at"] = "yesterday"
     lines[3]["superseded_by_uid"] = lines[4]["memory"]["uid"]  # lineage to restore, if it ran
     write_lines(tmp_path / "bad.jsonl", [header, *lines])
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=16)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=16)) as copy:
         copy.learn("the dock is north of the charger")
         before = snapshot(copy, tmp_path / "s")
         counts = table_counts(copy)
@@ -468,7 +491,12 @@ def test_a_superseded_memory_whose_successor_is_missing_is_refused(
     ],
 )
 def test_import_applies_the_write_rules_to_every_field(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory, change: Any, expected: str
+    locate: Callable[[str], Any],
+    tmp_path: Path,
+    settings: Settings,
+    hash64: RobotMemory,
+    change: Any,
+    expected: str,
 ) -> None:
     fill(hash64)
     hash64.export_memories(tmp_path / "out.jsonl", vectors=True)
@@ -478,7 +506,7 @@ def test_import_applies_the_write_rules_to_every_field(
     )
     change(lines[target])
     write_lines(tmp_path / "bad.jsonl", [header, *lines])
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         before = table_counts(copy)
         with pytest.raises(ValidationError, match=rf"bad.jsonl:{target + 2}: {expected}"):
             copy.import_memories(tmp_path / "bad.jsonl")
@@ -486,7 +514,7 @@ def test_import_applies_the_write_rules_to_every_field(
 
 
 def test_sessions_and_perceptions_are_checked_too(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory
 ) -> None:
     fill(hash64)
     hash64.export_memories(tmp_path / "out.jsonl")
@@ -515,7 +543,7 @@ def test_sessions_and_perceptions_are_checked_too(
             "memory.perception_type: must be one of",
         ),
     ]
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         before = table_counts(copy)
         for change, expected in cases:
             changed = json.loads(json.dumps(lines))
@@ -526,7 +554,9 @@ def test_sessions_and_perceptions_are_checked_too(
             assert table_counts(copy) == before
 
 
-def test_malformed_bytes_are_clean_errors(tmp_path: Path, settings: Settings, hash64: RobotMemory) -> None:
+def test_malformed_bytes_are_clean_errors(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory
+) -> None:
     fill(hash64)
     hash64.export_memories(tmp_path / "out.jsonl")
     text = (tmp_path / "out.jsonl").read_bytes()
@@ -553,7 +583,7 @@ def test_malformed_bytes_are_clean_errors(tmp_path: Path, settings: Settings, ha
         ),
         (b"\xff" + head, r":1: not UTF-8 text"),
     ]
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         before = table_counts(copy)
         for content, expected in cases:
             (tmp_path / "bad.jsonl").write_bytes(content)
@@ -562,7 +592,9 @@ def test_malformed_bytes_are_clean_errors(tmp_path: Path, settings: Settings, ha
             assert table_counts(copy) == before
 
 
-def test_an_endless_line_is_refused_after_the_bound(tmp_path: Path, settings: Settings) -> None:
+def test_an_endless_line_is_refused_after_the_bound(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
     """A FIFO fed forever: the import reads one bound's worth of the line, then refuses it."""
     small = settings.replace(max_data_bytes=1000, max_metadata_bytes=1000, max_context_bytes=1000)
     limit = 6 * (3000 + 4 * 2000) + 2**20
@@ -581,7 +613,7 @@ def test_an_endless_line_is_refused_after_the_bound(tmp_path: Path, settings: Se
             pass
 
     writer = threading.Thread(target=feed, daemon=True)
-    with RobotMemory(tmp_path / "copy.db", settings=small, embedder=HashingEmbedder(dim=16)) as copy:
+    with RobotMemory(locate("copy.db"), settings=small, embedder=HashingEmbedder(dim=16)) as copy:
         writer.start()
         with pytest.raises(
             ValidationError,
@@ -593,25 +625,27 @@ def test_an_endless_line_is_refused_after_the_bound(tmp_path: Path, settings: Se
 
 
 def test_import_recomputes_the_hash_so_exact_dedup_holds(
-    tmp_path: Path, settings: Settings, hash64: RobotMemory
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings, hash64: RobotMemory
 ) -> None:
     hash64.learn("the charger is behind the blue door")
     hash64.export_memories(tmp_path / "out.jsonl")
     header, lines = records(tmp_path / "out.jsonl")
     lines[0]["memory"]["content_hash"] = "forged"
     write_lines(tmp_path / "out.jsonl", [header, *lines])
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=64)) as copy:
         copy.import_memories(tmp_path / "out.jsonl")
         assert copy.learn("The charger is behind the blue door.")["status"] == "duplicate"
 
 
-def test_whatever_the_write_operations_stored_imports_back(tmp_path: Path, settings: Settings) -> None:
+def test_whatever_the_write_operations_stored_imports_back(
+    locate: Callable[[str], Any], tmp_path: Path, settings: Settings
+) -> None:
     """Memories at the limits (a full user context plus what learn adds, the longest texts) round-trip."""
-    with RobotMemory(tmp_path / "full.db", settings=settings, embedder=HashingEmbedder(dim=16)) as full:
+    with RobotMemory(locate("full.db"), settings=settings, embedder=HashingEmbedder(dim=16)) as full:
         full.learn("grip_force=12.5N speed=0.3m/s " + "y" * 260, context={"note": "z" * 65_000})
         full.save_perception("d" * 2000, data="p" * (4 * 2**20 - 2), metadata={"m": "q" * 65_000})
         full.export_memories(tmp_path / "full.jsonl", vectors=True)
-    with RobotMemory(tmp_path / "copy.db", settings=settings, embedder=HashingEmbedder(dim=16)) as copy:
+    with RobotMemory(locate("copy.db"), settings=settings, embedder=HashingEmbedder(dim=16)) as copy:
         assert copy.import_memories(tmp_path / "full.jsonl")["memories"]["created"] == 2
         copy.export_memories(tmp_path / "again.jsonl", vectors=True)
     assert records(tmp_path / "again.jsonl")[1] == records(tmp_path / "full.jsonl")[1]

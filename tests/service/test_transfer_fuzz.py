@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,9 +135,12 @@ def workdir() -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def test_mutated_export_files_import_whole_or_not_at_all(source_file: Path, workdir: Path) -> None:
+def test_mutated_export_files_import_whole_or_not_at_all(
+    source_file: Path, workdir: Path, locate: Callable[[str], Any]
+) -> None:
+    """The export comes from a SQLite store; the store importing it is of the test's engine."""
     lines = source_file.read_bytes().splitlines()
-    target = workdir / "target.db"
+    target = locate("target.db")
     with RobotMemory(target, settings=Settings(home=workdir), embedder=HashingEmbedder(dim=8)) as mem:
         mem.learn("the dock is north of the charger")
         outcomes = {"imported": 0, "rejected": 0}

@@ -137,6 +137,12 @@ def open_fleet(engine: Engine, location: str) -> Store:
     settings = engine.settings
     if is_server_address(location):
         chosen = settings.replace(database_url=location)
+    elif "://" in location:
+        scheme = location.split("://", 1)[0]
+        raise ValidationError(
+            f"fleet: {scheme}:// stores need an engine this robotmem lacks; give the path of a SQLite file "
+            "or a postgresql:// address"
+        )
     else:
         path = Path(location).expanduser()
         if not path.parent.is_dir():

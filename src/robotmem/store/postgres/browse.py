@@ -193,7 +193,8 @@ class Browse:
 
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
-            "SELECT DISTINCT j.key COLLATE \"C\" FROM memories m, jsonb_each(m.context -> 'spatial') AS j "
+            # Keys in byte order, as SQLite sorts them (DISTINCT needs the sort key in the select list).
+            "SELECT DISTINCT j.key COLLATE \"C\" AS key FROM memories m, jsonb_each(m.context -> 'spatial') AS j "
             "WHERE m.status = 'active' AND jsonb_typeof(m.context -> 'spatial') = 'object' "
             "AND (%(c)s::text IS NULL OR m.collection = %(c)s) AND jsonb_typeof(j.value) = 'array' "
             "ORDER BY 1",

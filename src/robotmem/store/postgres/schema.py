@@ -15,7 +15,8 @@ sync records are the same on both engines; what differs is how search is stored:
 - ``context`` is ``jsonb`` (what filters read, with a GIN index for equality conditions) and
   ``context_text`` the text exactly as written: records come back with their keys in order, and a
   filter reads an array or object as the same minified text SQLite's ``json_extract`` returns.
-- The ``rm_*`` functions give a JSON value the value SQLite would compare (``filters`` in this package).
+- The ``rm_*`` functions give a JSON value the value SQLite would compare (``filters`` in this package):
+  numbers split into SQLite's INTEGER and REAL, compared by exact value.
 """
 
 from __future__ import annotations
@@ -245,22 +246,76 @@ CREATE TRIGGER sessions_logged AFTER INSERT OR UPDATE ON sessions FOR EACH ROW E
 CREATE TRIGGER session_outcomes_logged AFTER INSERT OR UPDATE ON session_outcomes
     FOR EACH ROW EXECUTE FUNCTION rm_log_outcome();
 
+-- The element ``i`` of an array, else NULL (SQLite's $.a[0] on a scalar; jsonb's -> 0 gives the scalar).
+CREATE FUNCTION rm_element(j jsonb, i int) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN jsonb_typeof(j) = 'array' THEN j -> i END $$;
 -- The value SQLite compares for a JSON value at a filter path: an object {"value": ..} by its value.
 CREATE FUNCTION rm_value(j jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT CASE WHEN jsonb_typeof(j) = 'object' THEN j -> 'value' ELSE j END $$;
 -- The path of that value inside the context.
 CREATE FUNCTION rm_value_path(j jsonb, path text[]) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT CASE WHEN jsonb_typeof(j) = 'object' THEN path || ARRAY['value'] ELSE path END $$;
--- Its number (SQLite: integers, reals, and true/false as 1/0), or NULL for any other kind.
-CREATE FUNCTION rm_num(j jsonb) RETURNS numeric LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT CASE jsonb_typeof(j) WHEN 'number' THEN (j #>> '{}')::numeric
-                               WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN 1 ELSE 0 END)::numeric END $$;
+-- Whether a number's text is one SQLite reads as an INTEGER: an integer literal within 64 bits.
+CREATE FUNCTION rm_is_int(t text) RETURNS boolean LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN t ~ '^-?[0-9]{1,19}$'
+              THEN t::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 ELSE FALSE END $$;
+-- Whether the number ``j`` at ``path`` was written as an integer. jsonb keeps a number's value and scale
+-- (1.0 stays 1.0) but prints a double written in exponent form as digits (1e+16 as 10000000000000000);
+-- Python writes every double from 1e16 up so, and the text as written decides those of 17 digits or more.
+CREATE FUNCTION rm_written_int(j jsonb, context_text text, path text[]) RETURNS boolean LANGUAGE sql
+IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN NOT rm_is_int(j #>> '{}') THEN FALSE
+              WHEN length(ltrim(j #>> '{}', '-')) < 17 THEN TRUE
+              ELSE rm_is_int((context_text::json #> path)::text) END $$;
+-- Its INTEGER (true/false as 1/0), or NULL for any other kind.
+CREATE FUNCTION rm_int(j jsonb, context_text text, path text[]) RETURNS numeric LANGUAGE sql IMMUTABLE
+PARALLEL SAFE AS
+$$ SELECT CASE jsonb_typeof(j)
+              WHEN 'number' THEN CASE WHEN rm_written_int(j, context_text, path) THEN (j #>> '{}')::numeric END
+              WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN 1 ELSE 0 END)::numeric END $$;
+-- Its REAL: any other number (past a double's range: an infinity, as SQLite reads it), else NULL.
+CREATE FUNCTION rm_real(j jsonb, context_text text, path text[]) RETURNS double precision LANGUAGE sql
+IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN jsonb_typeof(j) = 'number' AND NOT rm_written_int(j, context_text, path) THEN
+              CASE WHEN abs((j #>> '{}')::numeric) < 1.797693134862315807e308 THEN (j #>> '{}')::float8
+                   ELSE sign((j #>> '{}')::numeric)::float8 * 'Infinity'::float8 END END $$;
 -- Its text (SQLite: a string's text, an array's or object's JSON as written, read from the context's
 -- text at ``path``), or NULL for any other kind.
 CREATE FUNCTION rm_txt(j jsonb, context_text text, path text[]) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
 $$ SELECT CASE jsonb_typeof(j) WHEN 'string' THEN j #>> '{}'
                                WHEN 'array' THEN (context_text::json #> path)::text
                                WHEN 'object' THEN (context_text::json #> path)::text END $$;
+-- A REAL as SQLite writes it as text (%!.15g: 1.0, 0.3, 1.0e+16; float8 to numeric keeps those 15 digits).
+CREATE FUNCTION rm_real_text(x double precision) RETURNS text LANGUAGE plpgsql IMMUTABLE
+PARALLEL SAFE STRICT AS $f$
+DECLARE
+    plain text;
+    whole text;
+    fraction text;
+    digits text;
+    exponent int;
+BEGIN
+    IF x = 'Infinity'::float8 THEN RETURN 'Inf'; END IF;
+    IF x = '-Infinity'::float8 THEN RETURN '-Inf'; END IF;
+    IF x = 0 THEN RETURN '0.0'; END IF;
+    plain := trim_scale(abs(x)::numeric)::text;
+    whole := split_part(plain, '.', 1);
+    fraction := split_part(plain, '.', 2);
+    IF whole <> '0' THEN
+        exponent := length(whole) - 1;
+        digits := rtrim(whole || fraction, '0');
+    ELSE
+        exponent := -(length(fraction) - length(ltrim(fraction, '0')) + 1);
+        digits := rtrim(ltrim(fraction, '0'), '0');
+    END IF;
+    IF exponent < -4 OR exponent >= 15 THEN
+        plain := left(digits, 1) || '.' || coalesce(nullif(substr(digits, 2), ''), '0') || 'e'
+            || CASE WHEN exponent < 0 THEN '-' ELSE '+' END || lpad(abs(exponent)::text, 2, '0');
+    ELSIF fraction = '' THEN
+        plain := plain || '.0';
+    END IF;
+    RETURN CASE WHEN x < 0 THEN '-' ELSE '' END || plain;
+END $f$;
 -- The coordinates of a point: a JSON array of ``dims`` numbers, else NULL. Numbers from 4e307 up are
 -- left out (a distance to them could overflow the server's float8, which raises instead of giving inf).
 CREATE FUNCTION rm_point(j jsonb, dims int) RETURNS float8[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
@@ -269,14 +324,17 @@ $$ SELECT CASE WHEN jsonb_typeof(j) = 'array' AND jsonb_array_length(j) = dims T
         FROM (SELECT n, CASE WHEN jsonb_typeof(e) = 'number' AND abs((e #>> '{}')::numeric) < 4e307
                              THEN (e #>> '{}')::float8 END AS c
               FROM jsonb_array_elements(j) WITH ORDINALITY AS x(e, n)) y) END $$;
--- The text SQLite's instr() sees for a JSON value (numbers as written, true/false as 1/0).
+-- The text SQLite's instr() sees for a JSON value (an INTEGER's digits, a REAL as %!.15g, true/false as
+-- 1/0, an array or object as written).
 CREATE FUNCTION rm_instr_text(j jsonb, context_text text, path text[]) RETURNS text LANGUAGE sql IMMUTABLE
 PARALLEL SAFE AS
-$$ SELECT CASE jsonb_typeof(j) WHEN 'string' THEN j #>> '{}'
-                               WHEN 'number' THEN (context_text::json #> path)::text
-                               WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN '1' ELSE '0' END)
-                               WHEN 'array' THEN (context_text::json #> path)::text
-                               WHEN 'object' THEN (context_text::json #> path)::text END $$;
+$$ SELECT CASE jsonb_typeof(j)
+              WHEN 'string' THEN j #>> '{}'
+              WHEN 'number' THEN coalesce(rm_int(j, context_text, path)::text,
+                                          rm_real_text(rm_real(j, context_text, path)))
+              WHEN 'boolean' THEN (CASE WHEN j = 'true'::jsonb THEN '1' ELSE '0' END)
+              WHEN 'array' THEN (context_text::json #> path)::text
+              WHEN 'object' THEN (context_text::json #> path)::text END $$;
 """
 
 

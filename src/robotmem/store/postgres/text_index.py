@@ -17,6 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
@@ -207,7 +208,7 @@ class Statistics:
 def statistics(conn: psycopg.Connection, terms: Sequence[str]) -> Statistics:
     """Return FTS5's BM25 statistics for ``terms`` over every indexed memory."""
     docs, tokens = conn.execute("SELECT docs, tokens FROM fts_totals").fetchone() or (0, 0)
-    found: dict[str, int] = dict(
+    found: dict[str, Any] = dict(
         conn.execute(
             "SELECT term, docs FROM fts_terms WHERE term = ANY(%s)", (list(dict.fromkeys(terms)),)
         ).fetchall()
@@ -223,7 +224,7 @@ def statistics(conn: psycopg.Connection, terms: Sequence[str]) -> Statistics:
 
 def document_counts(conn: psycopg.Connection, terms: Sequence[str]) -> dict[str, int]:
     """Return term → the number of indexed memories holding it (0 for unknown terms)."""
-    found: dict[str, int] = dict(
+    found: dict[str, Any] = dict(
         conn.execute("SELECT term, docs FROM fts_terms WHERE term = ANY(%s)", (list(terms),)).fetchall()
     )
     return {term: int(found.get(term, 0)) for term in terms}

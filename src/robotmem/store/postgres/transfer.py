@@ -334,7 +334,7 @@ class Sync:
         self._conn = conn
 
     def identity(self) -> StoreIdentity:
-        rows: dict[str, str] = dict(
+        rows: dict[str, Any] = dict(
             self._conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', 'robot_id')").fetchall()
         )
         return StoreIdentity(store_id=str(rows["store_id"]), robot_id=str(rows["robot_id"]))

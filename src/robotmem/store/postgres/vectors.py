@@ -37,7 +37,7 @@ def as_vector(vector: FloatArray) -> Vector:
 
 
 def stored_model(conn: psycopg.Connection) -> tuple[str, int] | None:
-    rows: dict[str, str] = dict(
+    rows: dict[str, Any] = dict(
         conn.execute("SELECT key, value FROM meta WHERE key IN ('embed_model_id', 'embed_dim')").fetchall()
     )
     if "embed_model_id" not in rows:
@@ -58,11 +58,15 @@ def record_model(conn: psycopg.Connection, model_id: str, dim: int) -> None:
     _set_meta(conn, {"embed_model_id": model_id, "embed_dim": str(dim)})
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(INDEX_NAME)))
     if 0 < dim <= 16000:
+        # Only rows of this dimension: a re-embedding rebuilds the index in the transaction that swapped
+        # the vectors, where the old row versions (another dimension) are still indexed, and a process
+        # still on the old model may write a vector of the old dimension; neither may fail the cast.
+        # ``search_vectors`` names the same ``vector_dims`` condition, so the planner may use the index.
         conn.execute(
             sql.SQL(
                 "CREATE INDEX {} ON memories USING hnsw ((embedding::vector({})) vector_cosine_ops) "
-                "WHERE status = 'active'"
-            ).format(sql.Identifier(INDEX_NAME), sql.Literal(dim))
+                "WHERE status = 'active' AND vector_dims(embedding) = {}"
+            ).format(sql.Identifier(INDEX_NAME), sql.Literal(dim), sql.Literal(dim))
         )
 
 
@@ -227,7 +231,7 @@ class Jobs:
         return count
 
     def reindex_target(self) -> tuple[str, int] | None:
-        rows: dict[str, str] = dict(
+        rows: dict[str, Any] = dict(
             self._conn.execute(
                 "SELECT key, value FROM meta WHERE key IN (%s, %s)", (_REINDEX_MODEL_KEY, _REINDEX_DIM_KEY)
             ).fetchall()
