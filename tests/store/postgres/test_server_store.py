@@ -17,7 +17,6 @@ import pytest
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.errors import DatabaseError
-from robotmem.store.postgres import schema
 
 
 def _free_port() -> int:
