@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-fast check lint bench bench-quick web-demo experiment experiment-quick clean
+.PHONY: demo test test-fast check lint bench bench-quick bench-postgres web-demo experiment experiment-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) -m benchmarks.run --quick
+
+# PostgreSQL at 100k and 1M beside SQLite at 100k (needs scripts/install-postgres; the first build of
+# 1M takes about half an hour, cached in benchmarks/.cache/pg).
+bench-postgres: $(STAMP)
+	$(PY) -m benchmarks.postgres --n 100000 --n 1000000 --sqlite 100000 --repeat 15
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks

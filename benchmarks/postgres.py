@@ -46,9 +46,6 @@ from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 
 BUILD_VERSION = 3
-# A spatial sort reads every filtered memory's point (no index serves an arbitrary context path): at 1M
-# one recall takes minutes on the benchmark machine, so it is measured up to this size only.
-SPATIAL_UP_TO = 100_000
 CLUSTER = CACHE / "pg"
 PORT = 55499
 # A server sized for the 2-core, 24 GiB benchmark machine; the HNSW build wants its graph in memory.
@@ -250,14 +247,13 @@ def measure_postgres(server: Any, n: int, repeat: int) -> dict[str, Any]:
         timings.append(measure("recall_hybrid_selective_filter", selective, repeat=repeat))
         results["selective_filter_rows"] = _selective_count(dsn)
         results["selective_filter_short_results"] = len(short)
-        if n <= SPATIAL_UP_TO:
-            timings.append(
-                measure(
-                    "recall_hybrid_spatial",
-                    lambda i: mem.recall(query(i), context_filter=FILTER_COMMON, spatial_sort=SPATIAL),
-                    repeat=max(5, repeat // 3),
-                )
+        timings.append(
+            measure(
+                "recall_hybrid_spatial",
+                lambda i: mem.recall(query(i), context_filter=FILTER_COMMON, spatial_sort=SPATIAL),
+                repeat=max(5, repeat // 3),
             )
+        )
         counter = iter(range(len(lessons)))
         timings.append(
             measure("learn_precomputed_vector", lambda i: mem.learn(*lessons[next(counter)]), repeat=repeat)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from robotmem.errors import ValidationError
+
 SECTIONS = ("params", "spatial", "robot", "task")
 PERCEPTION_TYPES = ("visual", "tactile", "auditory", "proprioceptive", "procedural")
 
@@ -166,3 +168,16 @@ class SessionCounts:
     memory_count: int
     by_type: dict[str, int]
     by_category: dict[str, int]
+
+
+def check_successor(memory_id: int, status: Any, superseded_by: Any, successor_uid: str | None) -> None:
+    """Raise ``ValidationError`` for a superseded memory whose successor is missing (or is itself).
+
+    Import refuses such a record (the lesson would be hidden with nothing in its place), so export
+    says so at the memory rather than write a file that cannot be read back.
+    """
+    if status == "superseded" and (successor_uid is None or superseded_by == memory_id):
+        raise ValidationError(
+            f"memory {memory_id}: superseded, but its successor ({superseded_by}) is missing; "
+            "`robotmem check` lists such memories and `robotmem repair` makes them active again"
+        )

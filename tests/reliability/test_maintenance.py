@@ -96,8 +96,8 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
             "DELETE FROM memory_terms WHERE memory_id IN (1, 2)",  # lost terms
             "UPDATE memory_terms SET terms = 'nonsense'::tsvector, term_list = ARRAY['nonsense'], term_count = 1 "
             "WHERE memory_id = 4",  # stale terms
-            "INSERT INTO memory_terms (memory_id, term_count, term_list, terms) "
-            "VALUES (3, 2, ARRAY['forgotten', 'text'], 'forgotten text'::tsvector)",  # orphaned
+            "INSERT INTO memory_terms (memory_id, collection, term_count, term_list, terms) "
+            "VALUES (3, 'default', 2, ARRAY['forgotten', 'text'], 'forgotten text'::tsvector)",  # orphaned
             # a forgotten memory whose vector is live again
             "UPDATE memories SET embedding = (SELECT embedding FROM memories WHERE id = 5) WHERE id = 3",
             "UPDATE memories SET embedding = NULL WHERE id = 6",  # marked but no vector
@@ -252,7 +252,7 @@ def test_cli_doctor_repair_and_check(filled: RobotMemory, capsys: Any) -> None:
     raw_sql(
         filled,
         sqlite=["DELETE FROM memories_fts WHERE rowid = 1"],
-        postgres=["UPDATE memories SET terms = NULL, term_count = 0 WHERE id = 1"],
+        postgres=["DELETE FROM memory_terms WHERE memory_id = 1"],
     )
     common = ["--db", str(location_of(filled)), "--embed-backend", "hash"]
     assert main(["check", *common]) == 1

@@ -96,7 +96,7 @@ def _stored(mem: RobotMemory) -> dict[str, list[tuple[object, ...]]]:
         "fts": query_rows(
             mem,
             sqlite="SELECT rowid, body FROM memories_fts ORDER BY rowid",
-            postgres="SELECT id, terms::text, term_count FROM memories WHERE terms IS NOT NULL ORDER BY id",
+            postgres="SELECT memory_id, terms::text, term_count FROM memory_terms ORDER BY memory_id",
         ),
         "fts_statistics": query_rows(
             mem,

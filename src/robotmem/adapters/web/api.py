@@ -8,7 +8,6 @@ and returns its result unchanged. Errors travel up to the single handler in ``ro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import PurePath
 from typing import Any
 
 from flask import current_app
@@ -26,6 +25,7 @@ from robotmem.service.browse import (
     RecentFailuresInput,
     SpatialPointsInput,
 )
+from robotmem.store import database_name
 from robotmem.validation import (
     EndSessionInput,
     ForgetInput,
@@ -112,15 +112,16 @@ def _dump(model: BaseModel) -> dict[str, Any]:
 
 @api_bp.get("/doctor", tags=[_browse])
 def doctor() -> Mapping[str, Any]:
-    """Health report: database (its file name), index consistency, embedder and search mode.
+    """Health report: database (its name), index consistency, embedder and search mode.
 
-    No filesystem path goes over HTTP (a client may be on another machine, or behind a proxy that
-    makes it look local): ``database`` is the file name only and paths in the embedder's status are
-    ``<path>``. ``robotmem doctor`` on the machine shows them in full.
+    No filesystem path or server address goes over HTTP (a client may be on another machine, or behind
+    a proxy that makes it look local): ``database`` is the file name, or the PostgreSQL database's
+    name, and paths in the embedder's status are ``<path>``. ``robotmem doctor`` on the machine shows
+    them in full.
     """
     served = memory()
     report: dict[str, Any] = dict(served.doctor())
-    report["database"] = PurePath(str(report["database"])).name
+    report["database"] = database_name(str(report["database"]))
     scrubbed: dict[str, Any] = without_paths(report, local_paths(served))
     return scrubbed
 

@@ -386,13 +386,21 @@ class Maintenance:
         actions.update(self._repair_values(now))
         rows = conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id").fetchall()
         actions["fts_rows_indexed"] = text_index.rebuild(conn, ((int(m), index_text(c)) for m, c in rows))
-        stale = conn.execute(
-            "UPDATE memories SET embedding = NULL, embedding_model = NULL "
-            "WHERE embedding IS NOT NULL AND status != 'active'"
-        ).rowcount
-        stale += conn.execute(
-            "DELETE FROM memory_episode_vectors e USING memories m WHERE m.id = e.memory_id AND m.status != 'active'"
-        ).rowcount
+        # Memories whose vectors were dropped, counted once whether their vector, episode vector or both.
+        stale = {
+            int(r[0])
+            for r in conn.execute(
+                "UPDATE memories SET embedding = NULL, embedding_model = NULL "
+                "WHERE embedding IS NOT NULL AND status != 'active' RETURNING id"
+            )
+        }
+        stale.update(
+            int(r[0])
+            for r in conn.execute(
+                "DELETE FROM memory_episode_vectors e USING memories m "
+                "WHERE m.id = e.memory_id AND m.status != 'active' RETURNING e.memory_id"
+            )
+        )
         unmarked = conn.execute(
             "UPDATE memories SET embedding_model = NULL WHERE embedding_model IS NOT NULL AND embedding IS NULL"
         ).rowcount
@@ -405,7 +413,7 @@ class Maintenance:
                 (model[0],),
             ).rowcount
         actions.update(
-            {"vectors_tombstoned": stale, "vectors_unmarked": unmarked, "vectors_remarked": remarked}
+            {"vectors_tombstoned": len(stale), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
         )
         actions["context_values_indexed"] = self._rebuild_values()
         return actions

@@ -279,10 +279,19 @@ class PgCandidates:
         if any(abs(t) >= 4e307 for t in spatial.target):
             return self._nearest_in_python(spatial, n)
         builder = PgFilter("s")
-        point = f"rm_point(rm_value({builder.json_at(spatial.path)}), {len(spatial.target)})"
+        dims = len(spatial.target)
+        # The value at the path once per row (OFFSET 0 keeps the subquery from being pulled up, which
+        # would compute it again at every use), then its coordinates: an array of ``dims`` numbers.
+        value = f"rm_value({builder.json_at(spatial.path)})"
+        coordinates = ", ".join(f"rm_coordinate(x.v -> {k})" for k in range(dims))
+        point = (
+            f"CROSS JOIN LATERAL (SELECT {value} AS v OFFSET 0) x "
+            f"CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(x.v) = 'array' AND jsonb_array_length(x.v) = {dims} "
+            f"THEN ARRAY[{coordinates}] END AS p OFFSET 0) y"
+        )
         # spatial.distance's expression in its order (offsets over the largest, squared, summed left to
         # right, square root, times the largest): the same float8 operations give the same distances.
-        offsets = [f"(x.p[{k + 1}] - {float(t)!r}::float8)" for k, t in enumerate(spatial.target)]
+        offsets = [f"(y.p[{k + 1}] - {float(t)!r}::float8)" for k, t in enumerate(spatial.target)]
         scale = "GREATEST(" + ", ".join(f"abs({o})" for o in offsets) + ")"
         # A ratio under 1e-9 squares to under 2^-59, which no sum of at most 16 terms holding a 1 can
         # feel: 0 gives the same distance, and the server (which raises on float8 underflow) is spared.
@@ -296,19 +305,16 @@ class PgCandidates:
         if spatial.max_distance is not None:
             reach = "AND d.far <= %(s_reach)s "
             params["s_reach"] = spatial.max_distance
+        # The n nearest with every tie at the n-th distance: the rows ranked n or better.
         select = (
-            f"SELECT d.id, d.far FROM (SELECT m.id, {far} AS far FROM memories m "
-            f"CROSS JOIN LATERAL (SELECT {point} AS p) x WHERE {self.where} AND x.p IS NOT NULL) d "
-            f"WHERE d.far IS NOT NULL {reach}"
+            "SELECT z.id, z.far FROM (SELECT d.id, d.far, rank() OVER (ORDER BY d.far) AS r FROM "
+            f"(SELECT m.id, {far} AS far FROM memories m {point} WHERE {self.where} "
+            "AND y.p IS NOT NULL AND array_position(y.p, NULL) IS NULL) d "
+            f"WHERE d.far IS NOT NULL {reach}) z WHERE z.r <= %(s_limit)s"
         )
         try:
             with self._conn.transaction():  # a savepoint: an out-of-range float8 leaves the snapshot usable
-                rows = self._conn.execute(
-                    select + "ORDER BY d.far, d.id LIMIT %(s_limit)s", params
-                ).fetchall()
-                if len(rows) == n:  # every tie at the n-th distance comes too
-                    params["s_nth"] = rows[-1][1]
-                    rows = self._conn.execute(select + "AND d.far <= %(s_nth)s", params).fetchall()
+                rows = self._conn.execute(select, params).fetchall()
         except psycopg.errors.NumericValueOutOfRange:
             return self._nearest_in_python(spatial, n)
         return {int(m): float(d) for m, d in rows}

@@ -316,14 +316,11 @@ BEGIN
     END IF;
     RETURN CASE WHEN x < 0 THEN '-' ELSE '' END || plain;
 END $f$;
--- The coordinates of a point: a JSON array of ``dims`` numbers, else NULL. Numbers from 4e307 up are
--- left out (a distance to them could overflow the server's float8, which raises instead of giving inf).
-CREATE FUNCTION rm_point(j jsonb, dims int) RETURNS float8[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
-$$ SELECT CASE WHEN jsonb_typeof(j) = 'array' AND jsonb_array_length(j) = dims THEN
-       (SELECT CASE WHEN count(c) = dims THEN array_agg(c ORDER BY n) END
-        FROM (SELECT n, CASE WHEN jsonb_typeof(e) = 'number' AND abs((e #>> '{}')::numeric) < 4e307
-                             THEN (e #>> '{}')::float8 END AS c
-              FROM jsonb_array_elements(j) WITH ORDINALITY AS x(e, n)) y) END $$;
+-- A coordinate of a point: a JSON number as a float8, else NULL. Numbers from 4e307 up are left out (a
+-- distance to them could overflow the server's float8, which raises instead of giving inf).
+CREATE FUNCTION rm_coordinate(e jsonb) RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT CASE WHEN jsonb_typeof(e) = 'number' AND abs((e #>> '{}')::numeric) < 4e307
+              THEN (e #>> '{}')::float8 END $$;
 -- The text SQLite's instr() sees for a JSON value (an INTEGER's digits, a REAL as %!.15g, true/false as
 -- 1/0, an array or object as written).
 CREATE FUNCTION rm_instr_text(j jsonb, context_text text, path text[]) RETURNS text LANGUAGE sql IMMUTABLE

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from robotmem.records import check_successor
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.memories import filterable, write_values
 from robotmem.store.postgres.vectors import stored_model
@@ -115,9 +116,11 @@ def _complete(
     for record in records:
         memory_id = int(record["id"])
         superseded_by = record.get("superseded_by")
+        successor = None if superseded_by is None else uids.get(int(superseded_by))
+        check_successor(memory_id, record.get("status"), superseded_by, successor)
         yield {
             "memory": record,
-            "superseded_by_uid": None if superseded_by is None else uids.get(int(superseded_by)),
+            "superseded_by_uid": successor,
             "merged_uids": [uids[i] for i in record.get("merged_ids") or [] if i in uids],
             "tags": tags.get(memory_id, []),
             "perception": perception.get(memory_id),

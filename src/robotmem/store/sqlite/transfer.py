@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from robotmem.errors import ValidationError
+from robotmem.records import check_successor
 from robotmem.store.sqlite import fts, vectors
 from robotmem.store.sqlite.columns import (
     MEMORY_COLUMNS,
@@ -173,12 +173,7 @@ def complete_records(
         memory_id = int(record["id"])
         superseded_by = record.get("superseded_by")
         successor = None if superseded_by is None else uids.get(int(superseded_by))
-        if record.get("status") == "superseded" and (successor is None or superseded_by == memory_id):
-            # Import refuses it (the lesson would be hidden with nothing in its place): say so here.
-            raise ValidationError(
-                f"memory {memory_id}: superseded, but its successor ({superseded_by}) is missing; "
-                "`robotmem check` lists such memories and `robotmem repair` makes them active again"
-            )
+        check_successor(memory_id, record.get("status"), superseded_by, successor)
         yield {
             "memory": record,
             "superseded_by_uid": successor,
