@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import PurePath
+from urllib.parse import urlsplit
 
 from robotmem.records import IntegrityReport
 from robotmem.results import BackupResult, DoctorReport, IntegrityResult, RepairResult
 from robotmem.serialize import backup_result, doctor_report, embedder_status, integrity_result, repair_result
 from robotmem.service.engine import Engine
 from robotmem.service.files import output_path
+from robotmem.store import is_server_address
 from robotmem.store.protocol import StoreTx
 
 
@@ -22,6 +25,14 @@ def doctor(engine: Engine) -> DoctorReport:
         embedder.model_id if embedder.available else None, embedder.available, embedder.status
     )
     return doctor_report(engine.store.location, health, status, searchable=model is not None, reason=reason)
+
+
+def database_name(location: str) -> str:
+    """The name of the store at ``location``: a file's name, or a server database's name alone (no path,
+    host or user), for reports that leave the machine."""
+    if is_server_address(location):
+        return urlsplit(location).path.lstrip("/")
+    return PurePath(location).name
 
 
 def integrity_report(engine: Engine) -> IntegrityResult:

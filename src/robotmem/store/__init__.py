@@ -8,8 +8,6 @@ PostgreSQL server (extra ``robotmem[postgres]``), else ``SqliteStore`` on the fi
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import PurePath
-from urllib.parse import urlsplit
 
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
@@ -51,11 +49,4 @@ def is_server_address(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
-def database_name(location: str) -> str:
-    """The name of the database at ``location``: a file's name, or a server database's name alone."""
-    if is_server_address(location):
-        return urlsplit(location).path.lstrip("/")
-    return PurePath(location).name
-
-
-__all__ = ["Store", "database_name", "is_server_address", "open_store"]
+__all__ = ["Store", "is_server_address", "open_store"]

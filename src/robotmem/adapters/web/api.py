@@ -25,7 +25,7 @@ from robotmem.service.browse import (
     RecentFailuresInput,
     SpatialPointsInput,
 )
-from robotmem.store import database_name
+from robotmem.service.maintenance import database_name
 from robotmem.validation import (
     EndSessionInput,
     ForgetInput,
