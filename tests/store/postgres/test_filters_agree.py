@@ -353,3 +353,26 @@ def test_a_number_compares_alike_with_the_numbers_around_it(
     reference, server = passing(stores, rows, {field: {operator: operand}})
     event("none pass" if not reference else ("all pass" if len(reference) == len(rows) else "some pass"))
     assert server == reference
+
+
+REAL_TEXTS = [0.1, 0.3, 1.0, -2.5, 1e15, 1e16, 123456789012345.6, 1.7000000000000003e18, 1e100,
+              1.4264480502972e191, -2.5e-300, 5e-324, 1.7976931348623157e308, 1.2e-5, 0.0001]  # fmt: skip
+
+
+def test_a_double_is_written_as_sqlite_writes_a_real(postgres_server: Any) -> None:
+    """rm_real_text (the server) and sqlite_real_text (here) give SQLite's own text of a REAL."""
+    import sqlite3
+
+    import psycopg
+
+    dsn = postgres_server.create()
+    try:
+        PostgresStore(dsn, now=lambda: NOW).close()
+        reference = sqlite3.connect(":memory:")
+        with psycopg.connect(dsn) as conn:
+            for value in REAL_TEXTS:
+                (expected,) = reference.execute("SELECT CAST(? AS TEXT)", (value,)).fetchone()
+                (server,) = conn.execute("SELECT rm_real_text(%s::float8)", (value,)).fetchone()
+                assert (server, sqlite_real_text(value)) == (expected, expected), value
+    finally:
+        postgres_server.drop(dsn)

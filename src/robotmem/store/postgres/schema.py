@@ -310,7 +310,8 @@ BEGIN
     END IF;
     IF exponent < -4 OR exponent >= 15 THEN
         plain := left(digits, 1) || '.' || coalesce(nullif(substr(digits, 2), ''), '0') || 'e'
-            || CASE WHEN exponent < 0 THEN '-' ELSE '+' END || lpad(abs(exponent)::text, 2, '0');
+            || CASE WHEN exponent < 0 THEN '-' ELSE '+' END
+            || CASE WHEN abs(exponent) < 10 THEN '0' ELSE '' END || abs(exponent)::text;
     ELSIF fraction = '' THEN
         plain := plain || '.0';
     END IF;
