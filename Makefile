@@ -20,8 +20,8 @@ test: $(STAMP)
 
 # The edit loop: the suite without the tests that spawn a process or a browser (`slow`), a tenth of each
 # property's examples (hypothesis profile `fast`), temporary files on tmpfs when there is one (SQLite's
-# fsyncs cost a disk-backed /tmp more wall time than the tests' CPU). Measured on the 2-core machine:
-# 32 s of CPU, 63-75 s wall at load 4-5 (before: 52 s of CPU, 134 s wall at load 4, back to back).
+# fsyncs cost a disk-backed /tmp more wall time than the tests' CPU). Measured on the 2-core machine
+# at load 0.8-0.9: 49-52 s wall, 41-43 s of CPU (937 tests).
 # The contract suite runs on the SQLite engine only (ROBOTMEM_TEST_ENGINES=sqlite,postgres adds the
 # server's variants). `make test` runs everything at full counts, on both engines.
 FAST_TMPDIR ?= $(if $(wildcard /dev/shm),/dev/shm,$(or $(TMPDIR),/tmp))

@@ -152,6 +152,7 @@ def test_case_punctuation_and_filler_variants_stay_duplicates(
     assert (repeat["status"], repeat["existing_id"]) == ("duplicate", stored["memory_id"])
 
 
+@pytest.mark.slow
 def test_the_bundled_model_does_not_swallow_an_opposite(real_memory: RobotMemory) -> None:
     for number, (first, second) in enumerate(CONTRADICTIONS):
         collection = f"pair-{number}"
@@ -160,6 +161,7 @@ def test_the_bundled_model_does_not_swallow_an_opposite(real_memory: RobotMemory
         assert real_memory.learn(second.upper(), collection=collection)["status"] == "duplicate"
 
 
+@pytest.mark.slow
 def test_the_bundled_model_still_finds_every_variant(real_memory: RobotMemory) -> None:
     for number, (first, second) in enumerate(VARIANTS):
         collection = f"variant-{number}"

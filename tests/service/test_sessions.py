@@ -88,6 +88,7 @@ def test_consolidation_keeps_the_repeat_recalled_most_even_right_after_the_recal
     assert (status(memory, older), status(memory, newer)) == ("active", "superseded")
 
 
+@pytest.mark.slow
 def test_with_the_bundled_model_no_opposite_is_merged_and_the_repeat_is(real_memory: RobotMemory) -> None:
     for number, (lesson, opposite) in enumerate(MERGEABLE):
         collection = f"pair-{number}"

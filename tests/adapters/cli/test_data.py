@@ -203,6 +203,7 @@ def _run_with_stderr(args: list[str], home: Path, *, terminal: bool) -> tuple[in
     return process.wait(timeout=120), b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_reading_a_bag_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     bag = write_rosbags(tmp_path / "run", plan_episodes(3), "mcap")
     messages = 3 * (2 * 2 + 3 + 1 + 6 + 1)  # markers read twice, poses, goal, joint states, outcome
