@@ -106,19 +106,28 @@ def bm25(
     if required:
         ranking["q_required"] = text_index.or_query(required)
         extra = "AND t.terms @@ %(q_required)s::tsquery "
-    ranked_sql = (
+    scored = (
         f"SELECT t.memory_id, {' + '.join(score_parts)} AS score FROM memory_terms t "
         f"CROSS JOIN LATERAL (SELECT {', '.join(frequencies)}) f "
         f"WHERE t.terms @@ %(q_match)s::tsquery {extra}AND t.collection = %(q_collection)s "
-        f"AND {' + '.join(cover_parts)} > 0 AND {' + '.join(cover_parts)} >= %(q_least)s "
-        "ORDER BY score DESC, t.memory_id LIMIT %(q_window)s"
+        f"AND {' + '.join(cover_parts)} > 0 AND {' + '.join(cover_parts)} >= %(q_least)s"
+    )
+    ranked_sql = f"{scored} ORDER BY score DESC, t.memory_id LIMIT %(q_window)s"
+    # The same ranking over the rows that pass the filters, for when the best rows mostly do not.
+    filtered_sql = (
+        f"SELECT r.memory_id, r.score FROM ({scored}) r JOIN memories m ON m.id = r.memory_id "
+        f"WHERE {where} ORDER BY r.score DESC, r.memory_id LIMIT %(q_window)s"
     )
     taken = 1
+    selective = False  # set once the best rows of a round mostly failed the filters
     while True:
         essential, rest = order[:taken], order[taken:]
-        rows = _passing_best(
-            conn, ranked_sql, {**ranking, "q_match": text_index.or_query(essential)}, where, params, depth
-        )
+        match = {**ranking, "q_match": text_index.or_query(essential)}
+        if selective:
+            found = conn.execute(filtered_sql, {**params, **match, "q_window": depth})
+            rows = [(int(m), float(score)) for m, score in found]
+        else:
+            rows, selective = _passing_best(conn, (ranked_sql, filtered_sql), match, where, params, depth)
         if not rest:
             break
         # A row holding none of the terms taken scores at most the rest's bounds and covers at most
@@ -132,37 +141,39 @@ def bm25(
 
 def _passing_best(
     conn: psycopg.Connection,
-    ranked_sql: str,
+    queries: tuple[str, str],
     ranking: dict[str, Any],
     where: str,
     params: dict[str, Any],
     depth: int,
-) -> list[tuple[int, float]]:
-    """The ``depth`` best of the ranked rows that pass ``where``, in rank order.
+) -> tuple[list[tuple[int, float]], bool]:
+    """The ``depth`` best of the ranked rows that pass ``where``, in rank order, and whether the filtered
+    ranking was needed.
 
-    Ranks a window of the best rows, keeps those passing the filter, and widens the window while too
-    few pass and more rows rank.
+    Ranks a window of the best rows and keeps those passing the filter. When too few pass and more
+    rows rank, ranks again over the passing rows only (``queries``: the window's ranking, the filtered
+    one): scoring the matching rows is most of a ranking's cost, so one filtered ranking costs less
+    than widening the window again and again.
     """
+    ranked_sql, filtered_sql = queries
     window = min(max(4 * depth, 64), 2**62)
-    while True:
-        ranked = [
-            (int(m), float(score)) for m, score in conn.execute(ranked_sql, {**ranking, "q_window": window})
-        ]
-        passing: set[int] = set()
-        if ranked:
-            passing = {
-                int(r[0])
-                for r in conn.execute(
-                    f"SELECT m.id FROM memories m WHERE m.id = ANY(%(r_ids)s) AND {where}",
-                    {**params, "r_ids": [m for m, _ in ranked]},
-                )
-            }
-        kept = [(m, score) for m, score in ranked if m in passing]
-        if len(kept) >= depth or len(ranked) < window:
-            return kept[:depth]
-        # Size the next window from the share that passed (a selective filter needs a wide one).
-        share = max(len(kept), 1) / len(ranked)
-        window = min(max(window * 4, int(2 * depth / share)), 2**62)
+    ranked = [
+        (int(m), float(score)) for m, score in conn.execute(ranked_sql, {**ranking, "q_window": window})
+    ]
+    passing: set[int] = set()
+    if ranked:
+        passing = {
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT m.id FROM memories m WHERE m.id = ANY(%(r_ids)s) AND {where}",
+                {**params, "r_ids": [m for m, _ in ranked]},
+            )
+        }
+    kept = [(m, score) for m, score in ranked if m in passing]
+    if len(kept) >= depth or len(ranked) < window:
+        return kept[:depth], False
+    rows = conn.execute(filtered_sql, {**params, **ranking, "q_window": depth})
+    return [(int(m), float(score)) for m, score in rows], True
 
 
 def jaccard_candidates(
