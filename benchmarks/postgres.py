@@ -44,6 +44,7 @@ from benchmarks.scale import (
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
+from robotmem.serialize import session_summary
 
 BUILD_VERSION = 3
 CLUSTER = CACHE / "pg"
@@ -169,7 +170,9 @@ def build(server: Any, n: int, log: Any = print) -> dict[str, Any]:
                         sessions.append((session_id, round(0.5 + (number % 5) / 10, 2), moment))
                 tx.memories.insert_many(news, list(vectors), embedder.model_id)
                 for session_id, score, moment in sessions:
-                    tx.sessions.end(session_id, score, tx.sessions.summarize(session_id), moment)
+                    tx.sessions.end(
+                        session_id, score, session_summary(tx.sessions.summarize(session_id)), moment
+                    )
 
             mem.engine.write(work)
             if (offset // batch) % 25 == 0:
@@ -205,8 +208,9 @@ def _selective_count(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-def measure_postgres(server: Any, n: int, repeat: int) -> dict[str, Any]:
-    """Measure recall, learn and batched perceptions on a copy of the database of ``n`` memories."""
+def measure_postgres(server: Any, n: int, repeat: int, mirror: bool = True) -> dict[str, Any]:
+    """Measure recall, learn and batched perceptions on a copy of the database of ``n`` memories;
+    ``mirror`` is the ``recall_mirror`` setting (BM25 from this process's postings, or on the server)."""
     facts = build(server, n, log=lambda line: print(line, file=sys.stderr))
     work_name = f"bench_work_{n}"
     admin = server.dsn("postgres")
@@ -215,13 +219,16 @@ def measure_postgres(server: Any, n: int, repeat: int) -> dict[str, Any]:
     _admin(admin, f"CREATE DATABASE {work_name} TEMPLATE {facts['database']}")
     results: dict[str, Any] = {**facts, "copy_s": time.perf_counter() - copy_started, "repeat": repeat}
     dsn = server.dsn(work_name)
-    settings = Settings(home=CACHE / "home", embed_backend="hash", embed_dim=DIM)
+    settings = Settings(home=CACHE / "home", embed_backend="hash", embed_dim=DIM, recall_mirror=mirror)
     hashing = PrecomputedEmbedder(HashingEmbedder(DIM))
     hashing.prime(QUERIES, is_query=True)
     lessons = [_fresh_lesson(i) for i in range(500 + repeat * 4)]
     hashing.prime([text for text, _ in lessons])
     timings: list[Timing] = []
     with RobotMemory(dsn, collection=QUERY_COLLECTION, settings=settings, embedder=hashing) as mem:
+        load_started = time.perf_counter()
+        mem.warm_up()  # the postings' load, once per process (nothing to load without the mirror)
+        results["index_load_s"] = time.perf_counter() - load_started
 
         def query(i: int) -> str:
             return QUERIES[i % len(QUERIES)]
@@ -331,6 +338,7 @@ def table(runs: list[tuple[str, dict[str, Any]]]) -> str:
         ("database size (GB)", lambda r: r.get("db_bytes", 0) / 1e9),
         ("build: load (s)", lambda r: r.get("load_s")),
         ("build: HNSW index (s)", lambda r: r.get("hnsw_build_s")),
+        ("postings load in the process (s)", lambda r: r.get("index_load_s")),
         (
             "selective filter: rows passing / short results",
             lambda r: (
@@ -362,6 +370,12 @@ def main(argv: list[str] | None = None) -> int:
         "--sqlite", type=int, action="append", default=[], help="also measure SQLite at this N"
     )
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument(
+        "--mirror",
+        choices=("on", "off", "both"),
+        default="both",
+        help="recall_mirror: BM25 from the process's postings (on), on the server (off), or each in turn",
+    )
     parser.add_argument("--out", type=Path, default=CACHE / "results" / "postgres.json")
     args = parser.parse_args(argv)
     ensure_cache()
@@ -373,9 +387,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         runs: list[tuple[str, dict[str, Any]]] = []
         args.out.parent.mkdir(parents=True, exist_ok=True)
+        mirrors = {"on": [True], "off": [False], "both": [False, True]}[args.mirror]
         for n in args.n:
-            runs.append((f"PostgreSQL {n:,}", measure_postgres(server, n, args.repeat)))
-            write_json(args.out, dict(runs))  # each size as soon as it is measured
+            for mirror in mirrors:
+                label = f"PostgreSQL {n:,}" + (
+                    "" if len(mirrors) == 1 else f" (mirror {'on' if mirror else 'off'})"
+                )
+                runs.append((label, measure_postgres(server, n, args.repeat, mirror)))
+                write_json(args.out, dict(runs))  # each run as soon as it is measured
         for n in args.sqlite:
             runs.append((f"SQLite {n:,}", _sqlite(n, args.repeat)))
     finally:
