@@ -219,7 +219,12 @@ class LexicalIndex:
         return docs, freqs
 
     def score(
-        self, phrases: Sequence[str], min_coverage: float = 0.0, k1: float = K1, b: float = B
+        self,
+        phrases: Sequence[str],
+        min_coverage: float = 0.0,
+        k1: float = K1,
+        b: float = B,
+        totals: tuple[int, float] | None = None,
     ) -> tuple[FloatArray, BoolArray]:
         """Return ``(scores, matched)`` over document ids for the OR of the single-term ``phrases``.
 
@@ -227,15 +232,18 @@ class LexicalIndex:
         contains any phrase (only matched documents are ranked by FTS5) and, when ``min_coverage``
         is above 0, whether the IDFs of the phrases it contains add up to that share of the IDFs of
         all phrases (a phrase no document holds counts with the IDF of a word in none). ``k1`` and ``b``
-        other than FTS5's 1.2 and 0.75 score with the same formula and those constants.
+        other than FTS5's 1.2 and 0.75 score with the same formula and those constants. ``totals``
+        (rows, tokens) replaces the index's own when the ranked set also counts documents without terms,
+        which FTS5 counts but this index does not hold.
         """
         size = len(self._length)
         scores = np.zeros(size, dtype=np.float64)
         matched = np.zeros(size, dtype=np.bool_)
-        if self.documents == 0:
+        documents, tokens = totals if totals is not None else (self.documents, self._total_length)
+        if documents <= 0 or self.documents == 0:
             return scores, matched
-        rows = float(self.documents)
-        average = self._total_length / rows
+        rows = float(documents)
+        average = max(float(tokens) / rows, 1e-9)
         covered = np.zeros(size, dtype=np.float64) if min_coverage > 0 else None
         mass = 0.0
         for phrase in phrases:

@@ -34,6 +34,7 @@ def open_store(settings: Settings, now: Callable[[], str]) -> Store:
             now=now,
             busy_timeout_ms=settings.busy_timeout_ms,
             write_retries=settings.write_retries,
+            use_mirror=settings.recall_mirror,
         )
     return SqliteStore(
         settings.database,

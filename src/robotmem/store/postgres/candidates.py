@@ -7,6 +7,11 @@ MaxScore avoids scoring every memory that shares a common word: query terms are 
 only memories holding one of the terms taken so far are scored (fully, on every query term), and the
 loop stops as soon as the ``depth``-th best passing score beats the most the remaining, commoner terms
 could add to a memory holding none of the others. The answer is the same as scoring every match.
+
+In a read snapshot with the process's postings (``postings.TextPostings``), BM25 ranks there instead,
+with the same formula and statistics, and the server checks the filters on the best-ranked memories
+in windows that grow eightfold; past ``_MOST_CHECKED`` checked memories the filters pass too few, and
+the SQL ranking over the passing memories answers.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from robotmem import lexical
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
+from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
 from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
 from robotmem.text import query_tokens, word_set
@@ -176,6 +182,38 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
+# Ranked memories checked against the filters on the server before ranking there is cheaper.
+_MOST_CHECKED = 20_000
+
+
+def _passing_ranked(
+    conn: psycopg.Connection, ranking: Ranking, where: str, params: dict[str, Any], depth: int
+) -> list[tuple[int, float]] | None:
+    """The ``depth`` best of ``ranking`` that pass ``where``, best first; None when more than
+    ``_MOST_CHECKED`` ranked memories would have to be checked (the filters pass few of them: the SQL
+    ranking over the passing memories is then the cheaper way)."""
+    kept: list[tuple[int, float]] = []
+    checked = 0
+    window = max(4 * depth, 64)
+    while checked < len(ranking):
+        if checked >= _MOST_CHECKED:
+            return None
+        chunk = ranking.best(checked + window)[checked:]
+        passing = {
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT m.id FROM memories m WHERE m.id = ANY(%(r_ids)s) AND {where}",
+                {**params, "r_ids": [m for m, _ in chunk]},
+            )
+        }
+        kept.extend(row for row in chunk if row[0] in passing)
+        checked += len(chunk)
+        if len(kept) >= depth:
+            break
+        window *= 8
+    return kept[:depth]
+
+
 def jaccard_candidates(
     conn: psycopg.Connection,
     text: str,
@@ -207,11 +245,15 @@ def jaccard_candidates(
 
 
 class PgCandidates:
-    """Every channel as SQL over the scope's compiled predicate."""
+    """Every channel as SQL over the scope's compiled predicate; BM25 from this process's postings
+    (``postings``, synced on the reading snapshot) when given, checking the filters on the server."""
 
-    def __init__(self, conn: psycopg.Connection, scope: RecallScope) -> None:
+    def __init__(
+        self, conn: psycopg.Connection, scope: RecallScope, postings: TextPostings | None = None
+    ) -> None:
         self._conn = conn
         self._collection = scope.collection
+        self._postings = postings
         self.where, self.params, self.hint = predicate_with_hint(scope)
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
@@ -220,6 +262,12 @@ class PgCandidates:
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
     ) -> list[tuple[int, float]]:
+        postings = self._postings
+        if postings is not None and depth > 0 and postings.sync(self._conn):
+            ranking = postings.rank(text_index.query_terms(words), self._collection, min_coverage, k1, b)
+            found = _passing_ranked(self._conn, ranking, self.where, self.params, depth)
+            if found is not None:
+                return found
         return bm25(
             self._conn,
             words,

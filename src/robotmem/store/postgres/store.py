@@ -24,6 +24,7 @@ from robotmem.store.postgres.browse import Browse, Maintenance
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.postgres.connection import describe_error, redact
 from robotmem.store.postgres.memories import Memories, Sessions, record_access
+from robotmem.store.postgres.postings import TextPostings
 from robotmem.store.postgres.schema import migrate
 from robotmem.store.postgres.transfer import Sync, Transfer
 from robotmem.store.postgres.vectors import Jobs, Vectors
@@ -43,8 +44,9 @@ def _configure(conn: psycopg.Connection) -> None:
 class PostgresTx:
     """One transaction on the server: the tables of the contract over one connection."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection, postings: TextPostings | None = None) -> None:
         self.conn = conn
+        self._postings = postings  # given to read transactions only: a write's rows may roll back
         self.memories = Memories(conn)
         self.sessions = Sessions(conn)
         self.vectors = Vectors(conn)
@@ -55,7 +57,7 @@ class PostgresTx:
         self.sync = Sync(conn)
 
     def candidates(self, scope: RecallScope) -> PgCandidates:
-        return PgCandidates(self.conn, scope)
+        return PgCandidates(self.conn, scope, self._postings)
 
 
 class PostgresStore:
@@ -73,6 +75,7 @@ class PostgresStore:
         busy_timeout_ms: int = 5000,
         write_retries: int = 8,
         pool_size: int = 4,
+        use_mirror: bool = True,
     ) -> None:
         self.dsn = dsn
         self._location = redact(dsn)
@@ -102,6 +105,7 @@ class PostgresStore:
             ) from None
         self._closed = False
         self._access = _AccessWriter(self)
+        self.postings = TextPostings() if use_mirror else None
 
     @property
     def location(self) -> str:
@@ -140,7 +144,9 @@ class PostgresStore:
 
     def read(self, work: Callable[[StoreTx], T]) -> T:
         return self._run(
-            lambda conn: connection.read(conn, lambda c: work(PostgresTx(c)), location=self._location)
+            lambda conn: connection.read(
+                conn, lambda c: work(PostgresTx(c, self.postings)), location=self._location
+            )
         )
 
     def record_access(self, ids: Iterable[int]) -> None:
@@ -150,7 +156,10 @@ class PostgresStore:
         self._access.flush()
 
     def warm_up(self, model_id: str | None, dim: int | None) -> None:
-        """Nothing to load: the server holds every index."""
+        """Load this process's copy of the text postings (the server holds every other index)."""
+        postings = self.postings
+        if postings is not None:
+            self._run(lambda conn: connection.read(conn, postings.sync, location=self._location))
 
     def backup(self, target: Path) -> int:
         raise DatabaseError(

@@ -8,7 +8,7 @@ Python exactly as the SQLite engine's FTS5 makes them (``text.index_text`` segme
 
 Every write to ``memory_terms`` goes through ``add``/``remove``/``replace``/``rebuild`` here, which keep
 those counts in step. (A row changes only with its memory's content or status, whose own change the
-change log records.)
+change log records; ``rebuild`` changes no memory and bumps ``meta.fts_epoch`` instead.)
 """
 
 from __future__ import annotations
@@ -170,6 +170,12 @@ def rebuild(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> int:
     conn.execute("DELETE FROM memory_terms")
     conn.execute("DELETE FROM fts_terms")
     conn.execute("UPDATE fts_totals SET docs = 0, tokens = 0")
+    # No memory row changes, so the change log says nothing: a new epoch tells every process's copy
+    # of the postings (``postings.TextPostings``) to load them again.
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('fts_epoch', '1') "
+        "ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text"
+    )
     count = 0
     batch: list[tuple[int, str]] = []
     for row in rows:

@@ -1,0 +1,232 @@
+"""BM25 from this process's copy of the text postings ranks as the server's SQL ranking does, and keeps
+up with every change: another store's writes, a repair that rebuilds the index, a rolled-back write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from robotmem import RobotMemory
+from robotmem.config import Settings
+from robotmem.filters import parse_filter
+from robotmem.service.scoring import bm25_words
+from robotmem.store.postgres import candidates as pg_candidates
+from robotmem.store.postgres.candidates import PgCandidates
+from robotmem.store.postgres.postings import TextPostings
+from robotmem.store.postgres.store import PostgresStore
+from robotmem.store.protocol import RecallScope
+
+QUERIES = [
+    "grip force trial",
+    "gripper slipped on the glossy cup",
+    "force",
+    "shelf step 3",
+    "nothing matches",
+]
+FILTERS: list[dict[str, Any] | None] = [
+    None,
+    {"passed": True},
+    {"bucket": {"$in": [3, 50]}},
+    {"bucket": {"$lt": 60}},
+    {"bucket": {"$gt": 1000}},
+]
+
+
+def _store(mem: RobotMemory) -> PostgresStore:
+    store = mem.engine.store
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+def _learn_trials(mem: RobotMemory, count: int, collection: str = "default") -> None:
+    for i in range(count):
+        words = " ".join(["grip force"] * (1 + i % 4))
+        extra = "the gripper slipped on the glossy cup" if i % 7 == 0 else "arm reached the shelf"
+        mem.learn(
+            f"trial {i}: {words} {extra} at step {i % 13}",
+            context={"bucket": i % 97, "passed": i % 61 == 5},
+            collection=collection,
+        )
+
+
+@pytest.fixture(scope="module")
+def server_store(postgres_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RobotMemory]:
+    """400 memories in two collections on the server."""
+    dsn = postgres_server.create()
+    mem = RobotMemory(
+        dsn, embed_backend="none", settings=Settings(home=Path(tmp_path_factory.mktemp("home")))
+    )
+    try:
+        _learn_trials(mem, 300)
+        _learn_trials(mem, 100, collection="other")
+        yield mem
+    finally:
+        mem.close()
+        postgres_server.drop(dsn)
+
+
+def _ranked(
+    mem: RobotMemory,
+    scope: RecallScope,
+    words: list[str],
+    postings: TextPostings | None,
+    depth: int,
+    **knobs: Any,
+) -> list[tuple[int, float]]:
+    def run(tx: Any) -> list[tuple[int, float]]:
+        return PgCandidates(tx.conn, scope, postings).text_scored(words, depth, **knobs)
+
+    return mem.engine.read(run)
+
+
+def _same_ranking(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    assert [m for m, _ in found] == [m for m, _ in expected]
+    for (_, score), (_, want) in zip(found, expected, strict=True):
+        assert score == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("context_filter", FILTERS)
+@pytest.mark.parametrize("knobs", [{"min_coverage": 0.0}, {"min_coverage": 0.3, "k1": 0.6, "b": 0.1}])
+def test_postings_rank_as_the_server_does(
+    server_store: RobotMemory, query: str, context_filter: dict[str, Any] | None, knobs: dict[str, Any]
+) -> None:
+    scope = RecallScope(
+        collection="default",
+        min_confidence=0.0,
+        filter=parse_filter(context_filter) if context_filter is not None else None,
+    )
+    words = bm25_words(query, "basic")
+    for depth in (1, 8, 40, 500):
+        expected = _ranked(server_store, scope, words, None, depth, **knobs)
+        found = _ranked(server_store, scope, words, TextPostings(), depth, **knobs)
+        _same_ranking(found, expected)
+    if query == "nothing matches":
+        assert expected == []
+    elif context_filter is None:
+        assert expected, "the other queries match memories"
+
+
+def test_when_the_filters_pass_few_the_server_ranks(
+    server_store: RobotMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the most memories it checks, the copy hands the ranking back to SQL: the same answer."""
+    scope = RecallScope(collection="default", min_confidence=0.0, filter=parse_filter({"passed": True}))
+    words = bm25_words("grip force trial", "basic")
+    expected = _ranked(server_store, scope, words, None, 5, min_coverage=0.0)
+    monkeypatch.setattr(pg_candidates, "_MOST_CHECKED", 64)
+    calls: list[int] = []
+    real_bm25 = pg_candidates.bm25
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real_bm25(*args, **kwargs)
+
+    monkeypatch.setattr(pg_candidates, "bm25", counted)
+    found = _ranked(server_store, scope, words, TextPostings(), 5, min_coverage=0.0)
+    assert calls, "the SQL ranking answered"
+    _same_ranking(found, expected)
+    assert found, "some memories pass"
+
+
+def _totals(mem: RobotMemory) -> tuple[int, int]:
+    row = mem.engine.read(lambda tx: tx.conn.execute("SELECT docs, tokens FROM fts_totals").fetchone())
+    return int(row[0]), int(row[1])
+
+
+def _held(mem: RobotMemory) -> tuple[int, int]:
+    postings = _store(mem).postings
+    assert postings is not None
+    stats = postings.stats()
+    return int(stats["rows"]), int(stats["tokens"])
+
+
+def test_another_stores_writes_reach_the_next_recall(postgres_server: Any, tmp_path: Path) -> None:
+    dsn = postgres_server.create()
+    reader = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path / "a"))
+    writer = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path / "b"))
+    try:
+        _learn_trials(writer, 40)
+        reader.warm_up()
+        assert _held(reader) == _totals(reader)
+        fresh = writer.learn("the zeolite canister rattled when the arm braked", context={"passed": True})
+        doomed = writer.learn("a marzipan gripper pad melted on the heater")
+        assert [m["id"] for m in reader.recall("zeolite canister")["memories"]] == [fresh["memory_id"]]
+        assert [m["id"] for m in reader.recall("marzipan pad")["memories"]] == [doomed["memory_id"]]
+        writer.forget(doomed["memory_id"], "wrong")
+        writer.update(fresh["memory_id"], "the quartz canister rattled when the arm braked")
+        assert reader.recall("marzipan pad")["memories"] == []
+        assert reader.recall("zeolite")["memories"] == []
+        assert [m["id"] for m in reader.recall("quartz canister")["memories"]] == [fresh["memory_id"]]
+        assert _held(reader) == _totals(reader)
+    finally:
+        reader.close()
+        writer.close()
+        postgres_server.drop(dsn)
+
+
+def test_a_repair_loads_the_postings_again(postgres_server: Any, tmp_path: Path) -> None:
+    dsn = postgres_server.create()
+    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path))
+    try:
+        _learn_trials(mem, 30)
+        mem.warm_up()
+        postings = _store(mem).postings
+        assert postings is not None
+        # The index loses a row behind the change log's back (as a damaged store would), then a repair
+        # rebuilds it without writing any memory: only the epoch tells the copy.
+        mem.engine.write(
+            lambda tx: tx.conn.execute(
+                "DELETE FROM memory_terms WHERE memory_id = (SELECT min(memory_id) FROM memory_terms)"
+            )
+        )
+        mem.repair()
+        before = postings.stats()["seen"]
+        scope = RecallScope(collection="default", min_confidence=0.0)
+        words = bm25_words("grip force trial", "basic")
+        found = _ranked(mem, scope, words, postings, 50, min_coverage=0.0)
+        assert postings.stats()["seen"] == before  # no change was logged: the epoch alone reloaded
+        assert _held(mem) == _totals(mem) == (30, _totals(mem)[1])
+        _same_ranking(found, _ranked(mem, scope, words, None, 50, min_coverage=0.0))
+    finally:
+        mem.close()
+        postgres_server.drop(dsn)
+
+
+def test_a_write_transaction_never_feeds_the_copy(postgres_server: Any, tmp_path: Path) -> None:
+    """A recall inside a write (learn's duplicate check) ranks in SQL: its rows may yet roll back."""
+    dsn = postgres_server.create()
+    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path))
+    try:
+        _learn_trials(mem, 20)
+        mem.warm_up()
+        scope = RecallScope(collection="default", min_confidence=0.0)
+
+        def work(tx: Any) -> None:
+            tx.conn.execute("UPDATE memories SET content = content || ' obsidian' WHERE id = 1")
+            candidates = tx.candidates(scope)
+            assert candidates._postings is None
+            raise RuntimeError("roll back")
+
+        with pytest.raises(RuntimeError):
+            mem.engine.write(work)
+        assert mem.recall("obsidian")["memories"] == []
+        assert _held(mem) == _totals(mem)
+    finally:
+        mem.close()
+        postgres_server.drop(dsn)
+
+
+def test_recall_mirror_off_ranks_on_the_server(postgres_server: Any, tmp_path: Path) -> None:
+    dsn = postgres_server.create()
+    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path, recall_mirror=False))
+    try:
+        _learn_trials(mem, 10)
+        assert _store(mem).postings is None
+        assert len(mem.recall("grip force", n=3)["memories"]) == 3
+    finally:
+        mem.close()
+        postgres_server.drop(dsn)
