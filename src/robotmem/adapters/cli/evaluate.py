@@ -3,7 +3,7 @@
 The documents are stored in a throwaway database through ``learn``/``save_perception``, each query runs
 through ``recall`` with its own ``context_filter`` and ``spatial_sort``, and the ranked document ids are
 scored with ``robotmem.evaluation.score_run``. ``--mode`` picks the channels: ``hybrid`` (BM25 and
-vectors fused by RRF), ``bm25`` (no embedder) or ``vector`` (BM25 weight 0, so only the vector channel
+vectors fused as the ``fusion`` setting says: min-max normalised scores by default), ``bm25`` (no embedder) or ``vector`` (BM25 weight 0, so only the vector channel
 ranks).
 """
 
