@@ -229,6 +229,9 @@ def measure_postgres(server: Any, n: int, repeat: int, mirror: bool = True) -> d
         load_started = time.perf_counter()
         mem.warm_up()  # the postings' load, once per process (nothing to load without the mirror)
         results["index_load_s"] = time.perf_counter() - load_started
+        postings = getattr(mem.engine.store, "postings", None)
+        if postings is not None:
+            results["postings_bytes"] = postings.stats()["bytes"]
 
         def query(i: int) -> str:
             return QUERIES[i % len(QUERIES)]
@@ -339,6 +342,10 @@ def table(runs: list[tuple[str, dict[str, Any]]]) -> str:
         ("build: load (s)", lambda r: r.get("load_s")),
         ("build: HNSW index (s)", lambda r: r.get("hnsw_build_s")),
         ("postings load in the process (s)", lambda r: r.get("index_load_s")),
+        (
+            "postings arrays in the process (MB)",
+            lambda r: r["postings_bytes"] / 1e6 if "postings_bytes" in r else None,
+        ),
         (
             "selective filter: rows passing / short results",
             lambda r: (

@@ -64,6 +64,12 @@ class LexicalIndex:
         return isinstance(doc, int) and 0 <= doc < len(self._length) and self._length[doc] > 0
 
     @property
+    def nbytes(self) -> int:
+        """Bytes held by the main segment and the per-document arrays (not the delta or the term names)."""
+        arrays = (self._starts, self._docs, self._freqs, self._length, self._void)
+        return sum(int(a.nbytes) for a in arrays)
+
+    @property
     def capacity(self) -> int:
         """One more than the largest document id the arrays can hold."""
         return len(self._length)

@@ -213,4 +213,10 @@ class TextPostings:
     def stats(self) -> dict[str, Any]:
         """What is held: rows, tokens and the last change applied (for tests and diagnostics)."""
         with self._lock:
-            return {"rows": self._rows, "tokens": self._tokens, "seen": self._seen, "usable": self.usable}
+            return {
+                "rows": self._rows,
+                "tokens": self._tokens,
+                "seen": self._seen,
+                "usable": self.usable,
+                "bytes": self._index.nbytes + int(self._collection.nbytes) + int(self._length.nbytes),
+            }

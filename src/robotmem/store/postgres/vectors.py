@@ -80,6 +80,14 @@ def is_small(conn: psycopg.Connection) -> bool:
 _WALK_INDEX = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
 
+def _set_local(conn: psycopg.Connection, values: dict[str, str]) -> None:
+    """``SET LOCAL`` each setting, in one round trip."""
+    conn.execute(
+        "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in values),
+        [part for pair in values.items() for part in pair],
+    )
+
+
 def search_vectors(
     conn: psycopg.Connection,
     query: VectorQuery,
@@ -107,10 +115,10 @@ def search_vectors(
     if not is_small(conn):
         # Walk the HNSW index (its expression, and no other way to order rows); iterative scans go
         # on until depth rows pass the filter or hnsw.max_scan_tuples is reached.
-        for name in _WALK_INDEX:
-            conn.execute(f"SET LOCAL {name} = off")
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * depth))}")
+        walk = dict.fromkeys(_WALK_INDEX, "off")
+        walk["hnsw.iterative_scan"] = "relaxed_order"
+        walk["hnsw.ef_search"] = str(max(40, min(1000, 2 * depth)))
+        _set_local(conn, walk)
         try:
             walked = _ranked(
                 conn.execute(
@@ -121,8 +129,7 @@ def search_vectors(
                 ).fetchall()
             )
         finally:
-            for name in _WALK_INDEX:
-                conn.execute(f"SET LOCAL {name} = on")
+            _set_local(conn, dict.fromkeys(_WALK_INDEX, "on"))
         kept = [(m, s) for m, s in walked if min_similarity is None or s >= min_similarity]
         if len(walked) >= depth or len(kept) < len(walked):
             return kept  # the walk found depth rows, or reached below the similarity asked for
