@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,3 +182,40 @@ def check_successor(memory_id: int, status: Any, superseded_by: Any, successor_u
             f"memory {memory_id}: superseded, but its successor ({superseded_by}) is missing; "
             "`robotmem check` lists such memories and `robotmem repair` makes them active again"
         )
+
+
+def linked_ids(records: Iterable[Mapping[str, Any]]) -> list[int]:
+    """The ids exported ``records`` name as a successor or as merged memories (their uids are needed)."""
+    linked: set[int] = set()
+    for record in records:
+        if record.get("superseded_by") is not None:
+            linked.add(int(record["superseded_by"]))
+        linked.update(int(i) for i in record.get("merged_ids") or [])
+    return sorted(linked)
+
+
+def export_entries(
+    records: Iterable[dict[str, Any]],
+    uids: Mapping[int, str],
+    tags: Mapping[int, list[Any]],
+    perception: Mapping[int, dict[str, Any]],
+    vectors: Mapping[int, bytes],
+) -> Iterator[dict[str, Any]]:
+    """One export entry per memory record: the record, its links by uid, tags, payload and vector bytes.
+
+    ``uids`` maps ``linked_ids(records)`` to uids; a superseded memory whose successor is missing
+    raises ``ValidationError`` (``check_successor``).
+    """
+    for record in records:
+        memory_id = int(record["id"])
+        superseded_by = record.get("superseded_by")
+        successor = None if superseded_by is None else uids.get(int(superseded_by))
+        check_successor(memory_id, record.get("status"), superseded_by, successor)
+        yield {
+            "memory": record,
+            "superseded_by_uid": successor,
+            "merged_uids": [uids[i] for i in record.get("merged_ids") or [] if i in uids],
+            "tags": tags.get(memory_id, []),
+            "perception": perception.get(memory_id),
+            "vector": vectors.get(memory_id),
+        }

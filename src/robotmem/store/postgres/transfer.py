@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from robotmem.records import check_successor
+from robotmem.records import export_entries, linked_ids
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.memories import filterable, write_values
 from robotmem.store.postgres.vectors import stored_model
@@ -106,26 +106,11 @@ def _complete(
             (ids, model[0], model[1]),
         ):
             blobs[int(memory_id)] = np.asarray(vector.to_numpy(), dtype="<f4").tobytes()
-    linked = {int(r["superseded_by"]) for r in records if r.get("superseded_by") is not None}
-    for record in records:
-        linked.update(int(i) for i in record.get("merged_ids") or [])
     uids = {
         int(m): str(u)
-        for m, u in conn.execute("SELECT id, uid FROM memories WHERE id = ANY(%s)", (sorted(linked),))
+        for m, u in conn.execute("SELECT id, uid FROM memories WHERE id = ANY(%s)", (linked_ids(records),))
     }
-    for record in records:
-        memory_id = int(record["id"])
-        superseded_by = record.get("superseded_by")
-        successor = None if superseded_by is None else uids.get(int(superseded_by))
-        check_successor(memory_id, record.get("status"), superseded_by, successor)
-        yield {
-            "memory": record,
-            "superseded_by_uid": successor,
-            "merged_uids": [uids[i] for i in record.get("merged_ids") or [] if i in uids],
-            "tags": tags.get(memory_id, []),
-            "perception": perception.get(memory_id),
-            "vector": blobs.get(memory_id),
-        }
+    yield from export_entries(records, uids, tags, perception, blobs)
 
 
 def _memory_records(

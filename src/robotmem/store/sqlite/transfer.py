@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from robotmem.records import check_successor
+from robotmem.records import export_entries, linked_ids
 from robotmem.store.sqlite import fts, vectors
 from robotmem.store.sqlite.columns import (
     MEMORY_COLUMNS,
@@ -165,23 +165,8 @@ def complete_records(
             )
             if len(r[1]) == 4 * model[1]
         }
-    linked = {int(r["superseded_by"]) for r in records if r.get("superseded_by") is not None}
-    for record in records:
-        linked.update(int(i) for i in record.get("merged_ids") or [])
-    uids = uids_of(conn, sorted(linked))
-    for record in records:
-        memory_id = int(record["id"])
-        superseded_by = record.get("superseded_by")
-        successor = None if superseded_by is None else uids.get(int(superseded_by))
-        check_successor(memory_id, record.get("status"), superseded_by, successor)
-        yield {
-            "memory": record,
-            "superseded_by_uid": successor,
-            "merged_uids": [uids[i] for i in record.get("merged_ids") or [] if i in uids],
-            "tags": tags.get(memory_id, []),
-            "perception": perception.get(memory_id),
-            "vector": blobs.get(memory_id),
-        }
+    uids = uids_of(conn, linked_ids(records))
+    yield from export_entries(records, uids, tags, perception, blobs)
 
 
 def uids_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
