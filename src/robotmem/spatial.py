@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from robotmem.errors import ValidationError
 
@@ -93,6 +97,21 @@ def coordinates_at(context: Any, path: tuple[str, ...]) -> tuple[float, ...] | N
     if isinstance(node, list) and node and all(_is_number(v) for v in node):
         return tuple(float(v) for v in node)
     return None
+
+
+def distances(points: npt.NDArray[np.float64], target: Sequence[float]) -> npt.NDArray[np.float64]:
+    """``distance`` of each row of ``points`` (k × len(target)) from ``target``, vectorised: the same
+    operations in the same order (squares summed left to right), so the same floats. A distance that
+    is not finite comes back as NaN (``distance`` gives None)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        offsets = points - np.asarray(target, dtype=np.float64)
+        scale = np.max(np.abs(offsets), axis=1, initial=0.0)
+        unit = np.divide(offsets, scale[:, None], out=np.zeros_like(offsets), where=scale[:, None] > 0)
+        total = np.zeros(len(points), dtype=np.float64)
+        for column in range(unit.shape[1]):
+            total = total + unit[:, column] * unit[:, column]
+        far = scale * np.sqrt(total)
+    return np.where(np.isfinite(far), far, np.nan)
 
 
 def distance(point: tuple[float, ...] | None, target: tuple[float, ...]) -> float | None:

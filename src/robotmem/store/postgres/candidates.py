@@ -27,6 +27,7 @@ from robotmem import lexical
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
+from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
 from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
@@ -187,11 +188,18 @@ _MOST_CHECKED = 20_000
 
 
 def _passing_ranked(
-    conn: psycopg.Connection, ranking: Ranking, where: str, params: dict[str, Any], depth: int
+    conn: psycopg.Connection,
+    ranking: Ranking,
+    where: str,
+    params: dict[str, Any],
+    depth: int,
+    *,
+    ties: bool = False,
 ) -> list[tuple[int, float]] | None:
-    """The ``depth`` best of ``ranking`` that pass ``where``, best first; None when more than
-    ``_MOST_CHECKED`` ranked memories would have to be checked (the filters pass few of them: the SQL
-    ranking over the passing memories is then the cheaper way)."""
+    """The ``depth`` best of ``ranking`` that pass ``where``, best first (with ``ties``, also every one
+    scoring as the ``depth``-th); None when more than ``_MOST_CHECKED`` ranked memories would have to
+    be checked (the filters pass few of them: ranking on the server over the passing memories is then
+    the cheaper way)."""
     kept: list[tuple[int, float]] = []
     checked = 0
     window = max(4 * depth, 64)
@@ -208,10 +216,13 @@ def _passing_ranked(
         }
         kept.extend(row for row in chunk if row[0] in passing)
         checked += len(chunk)
-        if len(kept) >= depth:
+        # Done once depth pass, and (with ties) the last checked scores below the depth-th.
+        if len(kept) >= depth and (not ties or chunk[-1][1] < kept[depth - 1][1]):
             break
         window *= 8
-    return kept[:depth]
+    if len(kept) <= depth or not ties:
+        return kept[:depth]
+    return [row for row in kept if row[1] >= kept[depth - 1][1]]
 
 
 def jaccard_candidates(
@@ -246,14 +257,20 @@ def jaccard_candidates(
 
 class PgCandidates:
     """Every channel as SQL over the scope's compiled predicate; BM25 from this process's postings
-    (``postings``, synced on the reading snapshot) when given, checking the filters on the server."""
+    and nearest-first from its points (``postings``, ``points``: synced on the reading snapshot) when
+    given, checking the filters on the server."""
 
     def __init__(
-        self, conn: psycopg.Connection, scope: RecallScope, postings: TextPostings | None = None
+        self,
+        conn: psycopg.Connection,
+        scope: RecallScope,
+        postings: TextPostings | None = None,
+        points: SpatialPoints | None = None,
     ) -> None:
         self._conn = conn
         self._collection = scope.collection
         self._postings = postings
+        self._points = points
         self.where, self.params, self.hint = predicate_with_hint(scope)
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
@@ -335,6 +352,17 @@ class PgCandidates:
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
         if n <= 0:
             return {}
+        points = self._points
+        found = points.nearest(self._conn, spatial.path, spatial.target, self._collection) if points else None
+        if found is not None:
+            ids, apart = found
+            if spatial.max_distance is not None:
+                near = apart <= spatial.max_distance
+                ids, apart = ids[near], apart[near]
+            # Nearest first is highest first of the negated distance, ties by id as rank() would list them.
+            closest = _passing_ranked(self._conn, Ranking(ids, -apart), self.where, self.params, n, ties=True)
+            if closest is not None:
+                return {m: -score for m, score in closest}
         if any(abs(t) >= 4e307 for t in spatial.target):
             return self._nearest_in_python(spatial, n)
         builder = PgFilter("s")

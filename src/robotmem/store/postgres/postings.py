@@ -34,12 +34,10 @@ import numpy.typing as npt
 import psycopg
 
 from robotmem.lexical import LexicalIndex
+from robotmem.store.postgres import changes
 
 _BATCH = 20_000
 _ROWS = "SELECT memory_id, collection, term_count, array_to_string(term_list, ' ') FROM memory_terms"
-# Ids past this many per row (plus a margin) would make the per-id arrays mostly empty.
-_SPARSE_FACTOR = 8
-_SPARSE_MARGIN = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,20 +87,13 @@ class TextPostings:
             return self.usable
 
     def _sync(self, conn: psycopg.Connection) -> None:
+        head, epoch = changes.head(conn)
         row = conn.execute(
-            "SELECT (SELECT COALESCE(MAX(seq), 0) FROM memory_changes), "
-            "(SELECT value FROM meta WHERE key = 'fts_epoch'), (SELECT docs FROM fts_totals), "
-            "(SELECT tokens FROM fts_totals), (SELECT COALESCE(MAX(memory_id), 0) FROM memory_terms)"
+            "SELECT docs, tokens, (SELECT COALESCE(MAX(memory_id), 0) FROM memory_terms) FROM fts_totals"
         ).fetchone()
         assert row is not None
-        head, epoch, docs, tokens, top = (
-            int(row[0]),
-            str(row[1] or "0"),
-            int(row[2]),
-            int(row[3]),
-            int(row[4]),
-        )
-        self.usable = top <= _SPARSE_FACTOR * docs + _SPARSE_MARGIN
+        docs, tokens, top = int(row[0]), int(row[1]), int(row[2])
+        self.usable = not changes.too_sparse(top, docs)
         if not self.usable:
             self._clear()
             return
@@ -111,10 +102,7 @@ class TextPostings:
         if self._seen < 0 or epoch != self._epoch:
             self._load(conn, top)
         else:
-            changed = [
-                int(r[0])
-                for r in conn.execute("SELECT memory_id FROM memory_changes WHERE seq > %s", (self._seen,))
-            ]
+            changed = changes.changed_since(conn, self._seen)
             if len(changed) > max(2048, self._rows // 8):
                 self._load(conn, top)
             else:

@@ -24,6 +24,7 @@ from robotmem.store.postgres.browse import Browse, Maintenance
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.postgres.connection import describe_error, redact
 from robotmem.store.postgres.memories import Memories, Sessions, record_access
+from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import TextPostings
 from robotmem.store.postgres.schema import migrate
 from robotmem.store.postgres.transfer import Sync, Transfer
@@ -44,9 +45,16 @@ def _configure(conn: psycopg.Connection) -> None:
 class PostgresTx:
     """One transaction on the server: the tables of the contract over one connection."""
 
-    def __init__(self, conn: psycopg.Connection, postings: TextPostings | None = None) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        postings: TextPostings | None = None,
+        points: SpatialPoints | None = None,
+    ) -> None:
         self.conn = conn
-        self._postings = postings  # given to read transactions only: a write's rows may roll back
+        # The process's copies, given to read transactions only: a write's rows may still roll back.
+        self._postings = postings
+        self._points = points
         self.memories = Memories(conn)
         self.sessions = Sessions(conn)
         self.vectors = Vectors(conn)
@@ -57,7 +65,7 @@ class PostgresTx:
         self.sync = Sync(conn)
 
     def candidates(self, scope: RecallScope) -> PgCandidates:
-        return PgCandidates(self.conn, scope, self._postings)
+        return PgCandidates(self.conn, scope, self._postings, self._points)
 
 
 class PostgresStore:
@@ -106,6 +114,7 @@ class PostgresStore:
         self._closed = False
         self._access = _AccessWriter(self)
         self.postings = TextPostings() if use_mirror else None
+        self.points = SpatialPoints() if use_mirror else None
 
     @property
     def location(self) -> str:
@@ -145,7 +154,7 @@ class PostgresStore:
     def read(self, work: Callable[[StoreTx], T]) -> T:
         return self._run(
             lambda conn: connection.read(
-                conn, lambda c: work(PostgresTx(c, self.postings)), location=self._location
+                conn, lambda c: work(PostgresTx(c, self.postings, self.points)), location=self._location
             )
         )
 

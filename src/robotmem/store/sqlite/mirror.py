@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from robotmem.filters import All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
-from robotmem.spatial import MAX_DIMENSIONS, coordinates_at
+from robotmem.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.migrations import FTS_TOKENIZER
 
@@ -528,15 +528,9 @@ class RecallMirror:
             ids = np.flatnonzero(dims == len(target))
             if len(target) > points.shape[1]:  # no point is that long
                 return ids.astype(np.int64), np.zeros(0, dtype=np.float64)
-            with np.errstate(over="ignore", invalid="ignore"):
-                offsets = points[ids, : len(target)] - np.asarray(target, dtype=np.float64)
-                # Scaled by the largest offset before squaring (as math.hypot does), so 1e200 stays
-                # finite; a distance that still overflows is dropped, as spatial.distance gives None.
-                scale = np.max(np.abs(offsets), axis=1, initial=0.0)
-                unit = np.divide(
-                    offsets, scale[:, None], out=np.zeros_like(offsets), where=scale[:, None] > 0
-                )
-                far = scale * np.sqrt(np.einsum("ij,ij->i", unit, unit))
+            # Scaled by the largest offset before squaring, so 1e200 stays finite; a distance that
+            # still overflows is dropped, as spatial.distance gives None.
+            far = distances(points[ids, : len(target)], target)
             keep = np.isfinite(far)
             return ids[keep].astype(np.int64), far[keep]
 

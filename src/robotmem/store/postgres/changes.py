@@ -1,0 +1,33 @@
+"""What the process's copies of server data (``postings``, ``points``) share to follow the change log.
+
+Every write to a memory takes the next ``change_seq`` number in ``memory_changes`` while holding the
+store's write lock, so numbers commit in order: the memories changed after number ``seen`` are all
+those a copy synced at ``seen`` has not applied.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+# Ids past this many per row (plus a margin) would leave per-id arrays mostly empty: not held.
+_SPARSE_FACTOR = 8
+_SPARSE_MARGIN = 1 << 20
+
+
+def head(conn: psycopg.Connection) -> tuple[int, str]:
+    """The last change number this snapshot sees, and the text index's epoch."""
+    row = conn.execute(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM memory_changes), (SELECT value FROM meta WHERE key = 'fts_epoch')"
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), str(row[1] or "0")
+
+
+def changed_since(conn: psycopg.Connection, seen: int) -> list[int]:
+    """The memories changed after change number ``seen``."""
+    return [int(r[0]) for r in conn.execute("SELECT memory_id FROM memory_changes WHERE seq > %s", (seen,))]
+
+
+def too_sparse(top_id: int, rows: float) -> bool:
+    """Whether ids up to ``top_id`` for about ``rows`` rows are too sparse for per-id arrays."""
+    return top_id > _SPARSE_FACTOR * max(rows, 0.0) + _SPARSE_MARGIN
