@@ -335,7 +335,7 @@ class PgCandidates:
         if not counts:
             return NamedValues()
         row = self._conn.execute(
-            "SELECT count(*) FROM memories WHERE collection = %s", (self._collection,)
+            "SELECT memories FROM collection_sizes WHERE collection = %s", (self._collection,)
         ).fetchone()
         total = int(row[0]) if row else 0
         kept = {value: count for value, count in counts.items() if count <= max_share * total}

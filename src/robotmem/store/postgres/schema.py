@@ -350,7 +350,50 @@ def _migrate_v1(conn: psycopg.Connection) -> None:
         )
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1,)
+# v2: how many memories (any status) each collection holds, kept by triggers: recall weighs a context
+# value a query names by how rare it is in the collection, and counting the collection's rows took
+# 25 ms of every such recall at 1M memories.
+_V2 = """
+CREATE TABLE collection_sizes (
+    collection text COLLATE "C" PRIMARY KEY,
+    memories   bigint NOT NULL
+);
+INSERT INTO collection_sizes (collection, memories)
+SELECT collection, count(*) FROM memories GROUP BY collection;
+
+CREATE FUNCTION rm_count_collection(name text, delta bigint) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO collection_sizes (collection, memories) VALUES (name, delta)
+    ON CONFLICT (collection) DO UPDATE SET memories = collection_sizes.memories + EXCLUDED.memories
+$$;
+CREATE FUNCTION rm_count_memory_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM rm_count_collection(collection, -count(*)) FROM old_rows GROUP BY collection ORDER BY collection;
+    ELSE
+        PERFORM rm_count_collection(collection, count(*)) FROM new_rows GROUP BY collection ORDER BY collection;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION rm_count_moved_memory() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM rm_count_collection(OLD.collection, -1);
+    PERFORM rm_count_collection(NEW.collection, 1);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_counted_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_count_memory_rows();
+CREATE TRIGGER memories_counted_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_count_memory_rows();
+CREATE TRIGGER memories_counted_move AFTER UPDATE OF collection ON memories FOR EACH ROW
+    WHEN (OLD.collection IS DISTINCT FROM NEW.collection) EXECUTE FUNCTION rm_count_moved_memory();
+"""
+
+
+def _migrate_v2(conn: psycopg.Connection) -> None:
+    conn.execute(_V2)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1, _migrate_v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
