@@ -10,8 +10,8 @@ could add to a memory holding none of the others. The answer is the same as scor
 
 In a read snapshot with the process's postings (``postings.TextPostings``), BM25 ranks there instead,
 with the same formula and statistics, and the server checks the filters on the best-ranked memories
-in windows that grow eightfold; past ``_MOST_CHECKED`` checked memories the filters pass too few, and
-the SQL ranking over the passing memories answers.
+in windows sized by the pass rate seen so far; past ``_MOST_CHECKED`` checked memories the filters pass
+too few, and the SQL ranking over the passing memories answers.
 """
 
 from __future__ import annotations
@@ -219,7 +219,10 @@ def _passing_ranked(
         # Done once depth pass, and (with ties) the last checked scores below the depth-th.
         if len(kept) >= depth and (not ties or chunk[-1][1] < kept[depth - 1][1]):
             break
-        window *= 8
+        # The next window holds what the pass rate so far says is missing, with room to spare: the
+        # best memories of a query often fail its filter together (the slips of a grasp are its failures).
+        missing = max(depth - len(kept), 1)
+        window = max(2 * window, int(1.5 * missing * checked / max(len(kept), 1)) + 1)
     if len(kept) <= depth or not ties:
         return kept[:depth]
     return [row for row in kept if row[1] >= kept[depth - 1][1]]
