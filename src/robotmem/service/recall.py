@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -304,12 +304,13 @@ def run_on(
     near: dict[int, float] = {}
     if plan.spatial is not None and plan.query:
         # Task and place together: the nearest among the memories relevant to the query, not the nearest
-        # of all (see ``_relevant``). Every relevant memory competes, not only the ones in the pool.
-        relevant = _relevant(
+        # of all (see ``_RelevanceGate``). Every relevant memory competes, not only the ones in the pool.
+        relevant = _RelevanceGate(
             source, tx, words or query_tokens(plan.query), vector if use_vectors else None, tuning
         )
         near = _nearest_among(source, plan.spatial, plan.n, relevant)
-        pool_ids = [m for m in fused if m in relevant] + [m for m in near if m not in fused]
+        kept = relevant.among(fused)
+        pool_ids = [m for m in fused if m in kept] + [m for m in near if m not in fused]
     elif plan.spatial is not None:
         # Every memory passing the filters competes on distance, in every mode: the nearest are found,
         # not only the nearest among the text matches that made the candidate pool.
@@ -378,40 +379,68 @@ _ALL = 2**62
 RELEVANCE_FLOORS = {"multilingual-e5-small-q4": 0.84}
 
 
-def _relevant(
-    source: CandidateSource, tx: StoreTx, words: list[str], vector: VectorQuery | None, tuning: Tuning
-) -> set[int]:
-    """Return the memories relevant to the query: the relevance gate of a spatial recall.
+class _RelevanceGate:
+    """Which memories are relevant to the query: the relevance gate of a spatial recall.
 
     A memory is relevant when its cosine to the query reaches the model's floor in ``RELEVANCE_FLOORS``,
     or when it contains query words — beside that vector test, words carrying ``bm25_min_coverage`` of
     the query's IDF, as the text channel asks beside vectors (a paraphrase shares only incidental
     words, and the cosine finds it; a source that cannot weigh words counts any match); without it (no
-    embedder, or a model with no floor), any query word. The vector index answers over every stored
-    vector; the callers keep only ids the scope passes.
+    embedder, or a model with no floor), any query word. The words are tested only on the memories
+    asked about (the nearest, and the pool), never on every memory holding a query word; the vector
+    index answers over every stored vector, and ``among`` keeps only the ids it is asked about.
     """
-    floor = RELEVANCE_FLOORS.get(vector.model_id) if vector is not None else None
-    coverage = tuning.bm25_min_coverage if floor is not None else 0.0
-    found = set(source.text(words, _ALL, coverage)) if or_match(words) is not None else set()
-    if vector is not None and floor is not None:
-        # Few memories clear the floor: ask for a short ranked head and widen it only while it fills.
-        first = 256
-        while len(similar := tx.vectors.most_similar(vector, first, floor)) >= first:
-            first *= 4
-        found.update(m for m, _ in similar)
-    return found
+
+    def __init__(
+        self,
+        source: CandidateSource,
+        tx: StoreTx,
+        words: list[str],
+        vector: VectorQuery | None,
+        tuning: Tuning,
+    ) -> None:
+        floor = RELEVANCE_FLOORS.get(vector.model_id) if vector is not None else None
+        self._source = source
+        self._words = words if or_match(words) is not None else []
+        self._coverage = tuning.bm25_min_coverage if floor is not None else 0.0
+        self._known: dict[int, bool] = {}
+        self._similar: set[int] = set()
+        if vector is not None and floor is not None:
+            # Few memories clear the floor: ask for a short ranked head and widen it only while it fills.
+            first = 256
+            while len(similar := tx.vectors.most_similar(vector, first, floor)) >= first:
+                first *= 4
+            self._similar = {m for m, _ in similar}
+
+    def any(self) -> bool:
+        """Whether any memory the scope allows is relevant (one text match is enough to know)."""
+        return bool(self._similar) or bool(self._words and self._source.text(self._words, 1, self._coverage))
+
+    def among(self, ids: Iterable[int]) -> set[int]:
+        """The relevant ones of ``ids`` (memories the recall's scope allows)."""
+        wanted = list(dict.fromkeys(ids))
+        unknown = [m for m in wanted if m not in self._known and m not in self._similar]
+        if unknown:
+            matched = (
+                self._source.text_matches(self._words, self._coverage, unknown) if self._words else set()
+            )
+            self._known.update((m, m in matched) for m in unknown)
+        return {m for m in wanted if m in self._similar or self._known.get(m, False)}
 
 
-def _nearest_among(source: CandidateSource, spatial: SpatialSort, n: int, ids: set[int]) -> dict[int, float]:
-    """Return id → distance of the ``n`` nearest of ``ids`` with the field, with every tie at the n-th."""
-    if not ids:
+def _nearest_among(
+    source: CandidateSource, spatial: SpatialSort, n: int, relevant: _RelevanceGate
+) -> dict[int, float]:
+    """Return id → distance of the ``n`` nearest relevant memories with the field, with every tie at the n-th."""
+    if not relevant.any():
         return {}
-    # Ask for the nearest of all and widen until n of ``ids`` are among them (or every point is): the
-    # answer holds every point up to its farthest, so the n nearest of ``ids`` and their ties are in it.
+    # Ask for the nearest of all and widen until n relevant ones are among them (or every point is): the
+    # answer holds every point up to its farthest, so the n nearest relevant and their ties are in it.
     ask = max(4 * n, 64)
     while True:
         nearest = source.nearest(spatial, ask)
-        near = {m: d for m, d in nearest.items() if m in ids}
+        kept = relevant.among(nearest)
+        near = {m: d for m, d in nearest.items() if m in kept}
         if len(near) >= n or len(nearest) < ask:
             break
         ask *= 4

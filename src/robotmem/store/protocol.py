@@ -94,6 +94,11 @@ class CandidateSource(Protocol):
         """
         ...
 
+    def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
+        """Return the ids among ``ids`` (memories this scope allows) that ``text`` with no depth limit
+        would return: the text half of a spatial recall's relevance gate, asked only of the nearest."""
+        ...
+
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
     ) -> list[tuple[int, float]]:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from robotmem import lexical
@@ -185,6 +186,7 @@ def _passing_best(
 
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
+_EVERY = 2**62  # a depth no store reaches
 
 
 def _passing_ranked(
@@ -278,6 +280,20 @@ class PgCandidates:
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
         return [m for m, _ in self.text_scored(words, depth, min_coverage)]
+
+    def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
+        wanted = np.fromiter(ids, dtype=np.int64)
+        if len(wanted) == 0:
+            return set()
+        postings = self._postings
+        if postings is not None and postings.sync(self._conn):
+            # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
+            ranking = postings.rank(
+                text_index.query_terms(words), self._collection, min_coverage, lexical.K1, lexical.B
+            )
+            return {int(m) for m in wanted[np.isin(wanted, ranking.ids)]}
+        found = set(wanted.tolist())
+        return {m for m in self.text(words, _EVERY, min_coverage) if m in found}
 
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75

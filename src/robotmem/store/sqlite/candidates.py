@@ -48,6 +48,9 @@ def top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
     return [m for m, _ in top_scored(ids, scores, depth)]
 
 
+_EVERY = 2**62  # a depth no store reaches
+
+
 def top_scored(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     """``top`` with each id's score."""
     if len(ids) > depth:
@@ -94,6 +97,12 @@ class SqlCandidates:
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
         return [m for m, _ in self.text_scored(words, depth, min_coverage)]
+
+    def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
+        wanted = set(ids)
+        if not wanted:
+            return set()
+        return {m for m in self.text(words, _EVERY, min_coverage) if m in wanted}
 
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
