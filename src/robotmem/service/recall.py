@@ -308,6 +308,8 @@ def run_on(
         relevant = _RelevanceGate(
             source, tx, words or query_tokens(plan.query), vector if use_vectors else None, tuning
         )
+        if has_words:
+            relevant.heard(coverage, bool(text_scored))
         near = _nearest_among(source, plan.spatial, plan.n, relevant)
         kept = relevant.among(fused)
         pool_ids = [m for m in fused if m in kept] + [m for m in near if m not in fused]
@@ -404,6 +406,7 @@ class _RelevanceGate:
         self._words = words if or_match(words) is not None else []
         self._coverage = tuning.bm25_min_coverage if floor is not None else 0.0
         self._known: dict[int, bool] = {}
+        self._matches_any: bool | None = None  # whether any memory in scope holds the words, once known
         self._similar: set[int] = set()
         if vector is not None and floor is not None:
             # Few memories clear the floor: ask for a short ranked head and widen it only while it fills.
@@ -412,9 +415,21 @@ class _RelevanceGate:
                 first *= 4
             self._similar = {m for m, _ in similar}
 
+    def heard(self, coverage: float, found: bool) -> None:
+        """Learn from the recall's text channel over the same words and scope, which asked for matches
+        covering ``coverage`` of the query and ``found`` some or none."""
+        if found and coverage >= self._coverage:
+            self._matches_any = True
+        elif not found and coverage <= self._coverage:
+            self._matches_any = False
+
     def any(self) -> bool:
         """Whether any memory the scope allows is relevant (one text match is enough to know)."""
-        return bool(self._similar) or bool(self._words and self._source.text(self._words, 1, self._coverage))
+        if self._similar:
+            return True
+        if self._matches_any is None:
+            self._matches_any = bool(self._words and self._source.text(self._words, 1, self._coverage))
+        return self._matches_any
 
     def among(self, ids: Iterable[int]) -> set[int]:
         """The relevant ones of ``ids`` (memories the recall's scope allows)."""
