@@ -276,6 +276,7 @@ class PgCandidates:
         self._collection = scope.collection
         self._postings = postings
         self._points = points
+        self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
@@ -292,8 +293,11 @@ class PgCandidates:
                 text_index.query_terms(words), self._collection, min_coverage, lexical.K1, lexical.B
             )
             return {int(m) for m in wanted[np.isin(wanted, ranking.ids)]}
-        found = set(wanted.tolist())
-        return {m for m in self.text(words, _EVERY, min_coverage) if m in found}
+        # Every match, ranked once per recall: the gate asks about a few more memories at a time.
+        key = (tuple(words), min_coverage)
+        if key not in self._matches:
+            self._matches[key] = set(self.text(words, _EVERY, min_coverage))
+        return set(wanted.tolist()) & self._matches[key]
 
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75

@@ -86,6 +86,7 @@ class SqlCandidates:
         self._episode_index_for = episode_index_for
         self.collection = scope.collection
         self.where, self.params = predicate(scope)
+        self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
     def _index(self, query: VectorQuery, episode: bool = False) -> MirroredIndex | None:
         index_for = self._episode_index_for if episode else self._index_for
@@ -102,7 +103,11 @@ class SqlCandidates:
         wanted = set(ids)
         if not wanted:
             return set()
-        return {m for m in self.text(words, _EVERY, min_coverage) if m in wanted}
+        # Every match, ranked once per recall: the gate asks about a few more memories at a time.
+        key = (tuple(words), min_coverage)
+        if key not in self._matches:
+            self._matches[key] = set(self.text(words, _EVERY, min_coverage))
+        return wanted & self._matches[key]
 
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
