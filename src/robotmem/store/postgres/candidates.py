@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import psycopg
 
 from robotmem import lexical
@@ -276,7 +277,7 @@ class PgCandidates:
         self._collection = scope.collection
         self._postings = postings
         self._points = points
-        self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
+        self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
@@ -286,18 +287,19 @@ class PgCandidates:
         wanted = np.fromiter(ids, dtype=np.int64)
         if len(wanted) == 0:
             return set()
-        postings = self._postings
-        if postings is not None and postings.sync(self._conn):
-            # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
-            ranking = postings.rank(
-                text_index.query_terms(words), self._collection, min_coverage, lexical.K1, lexical.B
-            )
-            return {int(m) for m in wanted[np.isin(wanted, ranking.ids)]}
-        # Every match, ranked once per recall: the gate asks about a few more memories at a time.
+        # Every match, found once per recall: the gate asks about a few more memories at a time.
         key = (tuple(words), min_coverage)
-        if key not in self._matches:
-            self._matches[key] = set(self.text(words, _EVERY, min_coverage))
-        return set(wanted.tolist()) & self._matches[key]
+        matched = self._matches.get(key)
+        if matched is None:
+            postings = self._postings
+            if postings is not None and postings.sync(self._conn):
+                # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
+                terms = text_index.query_terms(words)
+                matched = postings.rank(terms, self._collection, min_coverage, lexical.K1, lexical.B).ids
+            else:
+                matched = np.asarray(self.text(words, _EVERY, min_coverage), dtype=np.int64)
+            self._matches[key] = matched
+        return {int(m) for m in wanted[np.isin(wanted, matched)]}
 
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
