@@ -369,9 +369,6 @@ def run_on(
     return RecallOutcome(hits, mode)
 
 
-# Larger than any store: "every match", for channels asked for all their candidates.
-_ALL = 2**62
-
 # Cosine at or above which a memory counts as relevant to a query (the vector half of the relevance gate
 # of a spatial recall), per embedding model. multilingual-e5-small puts every pair of texts between 0.7
 # and 0.9: on robot memories a query and its answer measured 0.85-0.89, a paraphrase 0.86, while

@@ -39,6 +39,8 @@ from robotmem.spatial import SpatialSort
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.float32]
+# A depth larger than any store: "every match", for a channel asked for all its candidates.
+EVERY = 2**62
 # (memory_id, content, vector) of one embedded memory.
 EmbeddedText = tuple[int, str, FloatArray]
 # (collection, memories, active memories, sessions, latest activity) of one collection.

@@ -32,7 +32,7 @@ from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
-from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
+from robotmem.store.protocol import EVERY, NamedValues, RecallScope, VectorQuery
 from robotmem.text import query_tokens, word_set
 
 
@@ -187,7 +187,6 @@ def _passing_best(
 
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
-_EVERY = 2**62  # a depth no store reaches
 
 
 def _passing_ranked(
@@ -297,7 +296,7 @@ class PgCandidates:
                 terms = text_index.query_terms(words)
                 matched = postings.rank(terms, self._collection, min_coverage, lexical.K1, lexical.B).ids
             else:
-                matched = np.asarray(self.text(words, _EVERY, min_coverage), dtype=np.int64)
+                matched = np.asarray(self.text(words, EVERY, min_coverage), dtype=np.int64)
             self._matches[key] = matched
         return {int(m) for m in wanted[np.isin(wanted, matched)]}
 

@@ -19,7 +19,7 @@ import numpy as np
 from robotmem import lexical
 from robotmem.filters import to_sql
 from robotmem.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.protocol import NamedValues, RecallScope, VectorQuery
+from robotmem.store.protocol import EVERY, NamedValues, RecallScope, VectorQuery
 from robotmem.store.sqlite import search, values
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
@@ -46,9 +46,6 @@ def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
 def top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
     """Return up to ``depth`` of ``ids`` by score, best first (ties by smaller id)."""
     return [m for m, _ in top_scored(ids, scores, depth)]
-
-
-_EVERY = 2**62  # a depth no store reaches
 
 
 def top_scored(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
@@ -106,7 +103,7 @@ class SqlCandidates:
         # Every match, ranked once per recall: the gate asks about a few more memories at a time.
         key = (tuple(words), min_coverage)
         if key not in self._matches:
-            self._matches[key] = set(self.text(words, _EVERY, min_coverage))
+            self._matches[key] = set(self.text(words, EVERY, min_coverage))
         return wanted & self._matches[key]
 
     def text_scored(
