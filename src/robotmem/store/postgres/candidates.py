@@ -275,9 +275,18 @@ class PgCandidates:
         self._conn = conn
         self._collection = scope.collection
         self._postings = postings
+        self._postings_synced = False
         self._points = points
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
+
+    def _synced_postings(self) -> TextPostings | None:
+        """The process's postings, synced once on this recall's snapshot (None: none, or not usable)."""
+        if self._postings is not None and not self._postings_synced:
+            self._postings_synced = True
+            if not self._postings.sync(self._conn):
+                self._postings = None
+        return self._postings
 
     def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
         return [m for m, _ in self.text_scored(words, depth, min_coverage)]
@@ -290,8 +299,8 @@ class PgCandidates:
         key = (tuple(words), min_coverage)
         matched = self._matches.get(key)
         if matched is None:
-            postings = self._postings
-            if postings is not None and postings.sync(self._conn):
+            postings = self._synced_postings()
+            if postings is not None:
                 # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
                 terms = text_index.query_terms(words)
                 matched = postings.rank(terms, self._collection, min_coverage, lexical.K1, lexical.B).ids
@@ -303,8 +312,8 @@ class PgCandidates:
     def text_scored(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
     ) -> list[tuple[int, float]]:
-        postings = self._postings
-        if postings is not None and depth > 0 and postings.sync(self._conn):
+        postings = self._synced_postings() if depth > 0 else None
+        if postings is not None:
             ranking = postings.rank(text_index.query_terms(words), self._collection, min_coverage, k1, b)
             found = _passing_ranked(self._conn, ranking, self.where, self.params, depth)
             if found is not None:
