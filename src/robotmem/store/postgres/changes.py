@@ -28,6 +28,17 @@ def changed_since(conn: psycopg.Connection, seen: int) -> list[int]:
     return [int(r[0]) for r in conn.execute("SELECT memory_id FROM memory_changes WHERE seq > %s", (seen,))]
 
 
+def to_apply(
+    conn: psycopg.Connection, seen: int, epoch: str | None, now_epoch: str, most: int
+) -> list[int] | None:
+    """The memories a copy synced at change ``seen`` of ``epoch`` must read again, or None when it must
+    load everything: nothing held yet, a new epoch (``now_epoch``), or more than ``most`` changes."""
+    if seen < 0 or epoch != now_epoch:
+        return None
+    changed = changed_since(conn, seen)
+    return None if len(changed) > most else changed
+
+
 def too_sparse(top_id: int, rows: float) -> bool:
     """Whether ids up to ``top_id`` for about ``rows`` rows are too sparse for per-id arrays."""
     return top_id > _SPARSE_FACTOR * max(rows, 0.0) + _SPARSE_MARGIN

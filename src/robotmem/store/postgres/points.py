@@ -54,14 +54,15 @@ class SpatialPoints:
         """``(ids, distances)`` of the memories of ``collection`` with a ``len(target)``-d point at
         ``path`` and a finite distance (unordered); None when the store's ids are too sparse to hold."""
         with self._lock:
-            current = self._sync(conn)
-            if current is None:
+            synced = self._sync(conn)
+            if synced is None:
                 return None
+            current, top = synced
             held = self._paths.get(path)
             if held is None:
                 if not current:
                     return None  # a snapshot older than the points held: not one to read a new path at
-                held = self._paths[path] = self._read(conn, path, None, None)
+                held = self._paths[path] = self._read(conn, path, top, None, None)
                 if len(self._paths) > _MAX_PATHS:
                     self._paths.popitem(last=False)
             self._paths.move_to_end(path)
@@ -78,37 +79,41 @@ class SpatialPoints:
         with self._lock:
             return {"paths": list(self._paths), "seen": self._seen}
 
-    def _sync(self, conn: psycopg.Connection) -> bool | None:
-        """Apply what changed; return whether the points held are this snapshot's (None: not held)."""
+    def _sync(self, conn: psycopg.Connection) -> tuple[bool, int] | None:
+        """Apply what changed; return whether the points held are this snapshot's, and the largest
+        memory id it sees (None: the store's points are not held)."""
         head, epoch = changes.head(conn)
         row = conn.execute(
             "SELECT (SELECT COALESCE(MAX(id), 0) FROM memories), "
             "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass)"
         ).fetchone()
         assert row is not None
-        if changes.too_sparse(int(row[0]), float(row[1] or 0)):
+        top = int(row[0])
+        if changes.too_sparse(top, float(row[1] or 0)):
             self._paths.clear()
             self._seen, self._epoch = -1, None
             return None
         if self._seen >= 0 and epoch == self._epoch and head <= self._seen:
-            return head == self._seen
-        if self._seen < 0 or epoch != self._epoch:
-            self._paths.clear()
+            return head == self._seen, top
+        changed = changes.to_apply(conn, self._seen, self._epoch, epoch, max(4096, head // 8))
+        if changed is None:
+            self._paths.clear()  # each path reads again when next asked for
         else:
-            changed = changes.changed_since(conn, self._seen)
-            if len(changed) > max(4096, head // 8):
-                self._paths.clear()  # each path reads again when next asked for
-            else:
-                for path, held in list(self._paths.items()):
-                    self._paths[path] = self._read(conn, path, held, changed)
+            for path, held in list(self._paths.items()):
+                self._paths[path] = self._read(conn, path, top, held, changed)
         self._seen, self._epoch = head, epoch
-        return True
+        return True, top
 
     def _read(
-        self, conn: psycopg.Connection, path: tuple[str, ...], held: _Path | None, ids: Sequence[int] | None
+        self,
+        conn: psycopg.Connection,
+        path: tuple[str, ...],
+        top: int,
+        held: _Path | None,
+        ids: Sequence[int] | None,
     ) -> _Path:
-        """Read the points at ``path`` of the active memories among ``ids`` (None: all) into ``held``."""
-        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0])  # type: ignore[index]
+        """Read the points at ``path`` of the active memories among ``ids`` (None: all) into ``held``,
+        whose arrays grow to hold ids up to ``top``."""
         if held is None:
             held = _Path(
                 np.full(top + 1, -1, dtype=np.int32), np.zeros(top + 1, dtype=np.int8), np.zeros((top + 1, 3))

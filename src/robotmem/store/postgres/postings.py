@@ -99,16 +99,13 @@ class TextPostings:
             return
         if self._seen >= 0 and epoch == self._epoch and head <= self._seen:
             return  # nothing new, or this snapshot is older than one already applied
-        if self._seen < 0 or epoch != self._epoch:
+        changed = changes.to_apply(conn, self._seen, self._epoch, epoch, max(2048, self._rows // 8))
+        if changed is None:
             self._load(conn, top)
         else:
-            changed = changes.changed_since(conn, self._seen)
-            if len(changed) > max(2048, self._rows // 8):
-                self._load(conn, top)
-            else:
-                self._apply(conn, changed, top)
-                if (self._rows, self._tokens) != (docs, tokens):
-                    self._load(conn, top)  # the index changed without the log: start again
+            self._apply(conn, changed, top)
+            if (self._rows, self._tokens) != (docs, tokens):
+                self._load(conn, top)  # the index changed without the log: start again
         self._seen, self._epoch = head, epoch
 
     def _clear(self) -> None:
@@ -168,11 +165,7 @@ class TextPostings:
                 self._length[memory_id] = -1
                 self._collection[memory_id] = -1
             self._index.remove(memory_id)
-        rows = conn.execute(
-            "SELECT memory_id, collection, term_count, array_to_string(term_list, ' ') FROM memory_terms "
-            "WHERE memory_id = ANY(%s)",
-            (list(changed),),
-        )
+        rows = conn.execute(_ROWS + " WHERE memory_id = ANY(%s)", (list(changed),))
         for memory_id, collection, length, text in rows:
             doc = int(memory_id)
             self._note(doc, str(collection), int(length))
