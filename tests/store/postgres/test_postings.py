@@ -3,6 +3,7 @@ up with every change: another store's writes, a repair that rebuilds the index, 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,20 @@ def _held(mem: RobotMemory) -> tuple[int, int]:
     return int(stats["rows"]), int(stats["tokens"])
 
 
+@contextlib.contextmanager
+def _trial_store(server: Any, home: Path, trials: int, **settings: Any) -> Iterator[RobotMemory]:
+    """A new database holding ``trials`` learned memories, its postings loaded; dropped afterwards."""
+    dsn = server.create()
+    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=home, **settings))
+    try:
+        _learn_trials(mem, trials)
+        mem.warm_up()
+        yield mem
+    finally:
+        mem.close()
+        server.drop(dsn)
+
+
 def test_another_stores_writes_reach_the_next_recall(postgres_server: Any, tmp_path: Path) -> None:
     dsn = postgres_server.create()
     reader = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path / "a"))
@@ -169,11 +184,7 @@ def test_another_stores_writes_reach_the_next_recall(postgres_server: Any, tmp_p
 
 
 def test_a_repair_loads_the_postings_again(postgres_server: Any, tmp_path: Path) -> None:
-    dsn = postgres_server.create()
-    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path))
-    try:
-        _learn_trials(mem, 30)
-        mem.warm_up()
+    with _trial_store(postgres_server, tmp_path, 30) as mem:
         postings = _store(mem).postings
         assert postings is not None
         # The index loses a row behind the change log's back (as a damaged store would), then a repair
@@ -191,18 +202,11 @@ def test_a_repair_loads_the_postings_again(postgres_server: Any, tmp_path: Path)
         assert postings.stats()["seen"] == before  # no change was logged: the epoch alone reloaded
         assert _held(mem) == _totals(mem) == (30, _totals(mem)[1])
         _same_ranking(found, _ranked(mem, scope, words, None, 50, min_coverage=0.0))
-    finally:
-        mem.close()
-        postgres_server.drop(dsn)
 
 
 def test_a_write_transaction_never_feeds_the_copy(postgres_server: Any, tmp_path: Path) -> None:
     """A recall inside a write (learn's duplicate check) ranks in SQL: its rows may yet roll back."""
-    dsn = postgres_server.create()
-    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path))
-    try:
-        _learn_trials(mem, 20)
-        mem.warm_up()
+    with _trial_store(postgres_server, tmp_path, 20) as mem:
         scope = RecallScope(collection="default", min_confidence=0.0)
 
         def work(tx: Any) -> None:
@@ -215,18 +219,9 @@ def test_a_write_transaction_never_feeds_the_copy(postgres_server: Any, tmp_path
             mem.engine.write(work)
         assert mem.recall("obsidian")["memories"] == []
         assert _held(mem) == _totals(mem)
-    finally:
-        mem.close()
-        postgres_server.drop(dsn)
 
 
 def test_recall_mirror_off_ranks_on_the_server(postgres_server: Any, tmp_path: Path) -> None:
-    dsn = postgres_server.create()
-    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path, recall_mirror=False))
-    try:
-        _learn_trials(mem, 10)
+    with _trial_store(postgres_server, tmp_path, 10, recall_mirror=False) as mem:
         assert _store(mem).postings is None
         assert len(mem.recall("grip force", n=3)["memories"]) == 3
-    finally:
-        mem.close()
-        postgres_server.drop(dsn)
