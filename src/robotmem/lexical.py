@@ -208,21 +208,35 @@ class LexicalIndex:
         self._void[:] = False
         self._set_main(np.concatenate(terms), np.concatenate(docs), np.concatenate(freqs))
 
-    def _postings(self, term: int) -> tuple[IntArray, FloatArray]:
+    def _postings(self, term: int, allowed: BoolArray | None = None) -> tuple[IntArray, FloatArray, int]:
+        """The live postings of ``term`` (documents and frequencies), only of the documents ``allowed``
+        (a mask as long as ``_length``) lets pass when given, and how many live postings it has in all."""
         docs: IntArray = np.zeros(0, dtype=np.int64)
         freqs: FloatArray = np.zeros(0, dtype=np.float64)
+        hits = 0
         if term + 1 < len(self._starts):
             lo, hi = int(self._starts[term]), int(self._starts[term + 1])
-            docs = self._docs[lo:hi].astype(np.int64)
-            freqs = self._freqs[lo:hi].astype(np.float64)
-            live = ~self._void[docs]
-            if not live.all():
-                docs, freqs = docs[live], freqs[live]
+            held, weights = self._docs[lo:hi], self._freqs[lo:hi]
+            void = self._void.take(held)
+            hits = len(held) - int(np.count_nonzero(void))
+            keep = None if allowed is None else allowed.take(held)
+            if hits < len(held):
+                keep = ~void if keep is None else keep & ~void
+            if keep is not None:  # positions, then take: faster than a boolean index of each array
+                at = np.flatnonzero(keep)
+                held, weights = held.take(at), weights.take(at)
+            docs, freqs = held.astype(np.int64), weights.astype(np.float64)
         extra = self._delta.get(term)
         if extra:
-            docs = np.concatenate([docs, np.fromiter(extra.keys(), dtype=np.int64, count=len(extra))])
-            freqs = np.concatenate([freqs, np.fromiter(extra.values(), dtype=np.float64, count=len(extra))])
-        return docs, freqs
+            hits += len(extra)
+            more = np.fromiter(extra.keys(), dtype=np.int64, count=len(extra))
+            counts = np.fromiter(extra.values(), dtype=np.float64, count=len(extra))
+            if allowed is not None:
+                wanted = allowed[more]
+                more, counts = more[wanted], counts[wanted]
+            docs = np.concatenate([docs, more])
+            freqs = np.concatenate([freqs, counts])
+        return docs, freqs, hits
 
     def score(
         self,
@@ -231,6 +245,7 @@ class LexicalIndex:
         k1: float = K1,
         b: float = B,
         totals: tuple[int, float] | None = None,
+        allowed: BoolArray | None = None,
     ) -> tuple[FloatArray, BoolArray]:
         """Return ``(scores, matched)`` over document ids for the OR of the single-term ``phrases``.
 
@@ -240,7 +255,9 @@ class LexicalIndex:
         all phrases (a phrase no document holds counts with the IDF of a word in none). ``k1`` and ``b``
         other than FTS5's 1.2 and 0.75 score with the same formula and those constants. ``totals``
         (rows, tokens) replaces the index's own when the ranked set also counts documents without terms,
-        which FTS5 counts but this index does not hold.
+        which FTS5 counts but this index does not hold. ``allowed`` (a mask over ids; past its end: none)
+        scores only the documents it lets pass: the others are neither scored nor matched, and the
+        statistics stay those of every document.
         """
         size = len(self._length)
         scores = np.zeros(size, dtype=np.float64)
@@ -251,18 +268,26 @@ class LexicalIndex:
         rows = float(documents)
         average = max(float(tokens) / rows, 1e-9)
         covered = np.zeros(size, dtype=np.float64) if min_coverage > 0 else None
+        passing = None
+        if allowed is not None:
+            passing = np.zeros(size, dtype=np.bool_)
+            passing[: min(size, len(allowed))] = allowed[:size]
         mass = 0.0
         for phrase in phrases:
             term = self._term_ids.get(phrase)
-            docs, freqs = self._postings(term) if term is not None else (np.zeros(0, dtype=np.int64), None)
-            hits = float(len(docs))
+            if term is None:
+                docs, freqs, hits = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0
+            else:
+                docs, freqs, hits = self._postings(term, passing)
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
             idf = idf if idf > 0 else _MIN_IDF
             mass += idf
-            if freqs is None or len(docs) == 0:
+            if len(docs) == 0:
                 continue
             norm = k1 * (1.0 - b + b * self._length[docs] / average)
-            scores += np.bincount(docs, weights=idf * freqs * (k1 + 1.0) / (freqs + norm), minlength=size)
+            # A document holds a term once (its main postings are void while it sits in the delta), so
+            # the scatter adds each document's part once, in the order of the phrases.
+            scores[docs] += idf * freqs * (k1 + 1.0) / (freqs + norm)
             matched[docs] = True
             if covered is not None:
                 covered[docs] += idf
