@@ -286,10 +286,14 @@ def run_on(
     # Beside the vector channel, a match on incidental words only (a paraphrase shares none of the rare
     # ones) is left out: it would push the vector channel's answer down.
     coverage = tuning.bm25_min_coverage if use_vectors else 0.0
-    text_scored = (
-        source.text_scored(words, depth, coverage, tuning.bm25_k1, tuning.bm25_b) if has_words else []
+    text_scored, vector_scored = source.text_and_vectors_scored(
+        words if has_words else [],
+        vector if use_vectors else None,
+        depth,
+        coverage,
+        tuning.bm25_k1,
+        tuning.bm25_b,
     )
-    vector_scored = source.vectors_scored(vector, depth) if use_vectors and vector is not None else []
     episode_scored = (
         source.episode_vectors_scored(vector, depth)
         if use_vectors and vector is not None and tuning.episode_vector_weight > 0

@@ -123,6 +123,19 @@ class CandidateSource(Protocol):
         """``vectors_scored`` over the episode vectors (``VectorTable.put_episode``) of ``query``'s model."""
         ...
 
+    def text_and_vectors_scored(
+        self,
+        words: Sequence[str],
+        vector: VectorQuery | None,
+        depth: int,
+        min_coverage: float,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """``text_scored`` (empty without ``words``) and ``vectors_scored`` (empty without ``vector``) of one
+        recall: an engine whose channels run in different places may run them side by side."""
+        ...
+
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         """Return, for each session holding one of ``ids``, the ids of that session in ``created_at``
         order (ties by id), sessions in order of their smallest id."""

@@ -8,7 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -16,7 +19,8 @@ from robotmem.filters import parse_filter
 from robotmem.service.scoring import bm25_words
 from robotmem.store.postgres import candidates as pg_candidates
 from robotmem.store.postgres.candidates import PgCandidates
-from robotmem.store.postgres.postings import TextPostings
+from robotmem.store.postgres.passing import PassingMasks
+from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.store import PostgresStore
 from robotmem.store.protocol import RecallScope
 
@@ -75,10 +79,11 @@ def _ranked(
     words: list[str],
     postings: TextPostings | None,
     depth: int,
+    masks: PassingMasks | None = None,
     **knobs: Any,
 ) -> list[tuple[int, float]]:
     def run(tx: Any) -> list[tuple[int, float]]:
-        return PgCandidates(tx.conn, scope, postings).text_scored(words, depth, **knobs)
+        return PgCandidates(tx.conn, scope, postings, masks=masks).text_scored(words, depth, **knobs)
 
     return mem.engine.read(run)
 
@@ -105,6 +110,8 @@ def test_postings_rank_as_the_server_does(
         expected = _ranked(server_store, scope, words, None, depth, **knobs)
         found = _ranked(server_store, scope, words, TextPostings(), depth, **knobs)
         _same_ranking(found, expected)
+        masked = _ranked(server_store, scope, words, TextPostings(), depth, PassingMasks(), **knobs)
+        _same_ranking(masked, expected)
     if query == "nothing matches":
         assert expected == []
     elif context_filter is None:
@@ -225,3 +232,21 @@ def test_recall_mirror_off_ranks_on_the_server(postgres_server: Any, tmp_path: P
     with _trial_store(postgres_server, tmp_path, 10, recall_mirror=False) as mem:
         assert _store(mem).postings is None
         assert len(mem.recall("grip force", n=3)["memories"]) == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scores=st.lists(st.sampled_from([0.5, 1.0, 1.25, 2.0, 3.0, 7.5]) | st.floats(0, 10), max_size=3000),
+    k=st.integers(1, 60),
+    shuffle=st.randoms(use_true_random=False),
+)
+def test_the_best_of_a_ranking_are_those_of_a_full_sort(scores: list[float], k: int, shuffle: Any) -> None:
+    """``Ranking.best`` narrows large rankings by a sampled bound: never at the cost of the exact answer
+    (best first, ties by smaller id), whatever the ties and the order of the ids."""
+    ids = list(range(5, 5 + 2 * len(scores), 2))
+    shuffle.shuffle(ids)
+    ranking = Ranking(np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64))
+    expected = sorted(zip(ids, scores, strict=True), key=lambda p: (-p[1], p[0]))
+    assert ranking.best(k) == expected[:k]
+    if len(expected) >= k:
+        assert ranking.best_with_ties(k) == [p for p in expected if p[1] >= expected[k - 1][1]]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from robotmem import lexical
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
+from robotmem.store.postgres.passing import BoolArray, PassingMasks, reads_volatile
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
@@ -187,6 +189,8 @@ def _passing_best(
 
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
+# Where the process ranks BM25 while the server searches the vectors of the same recall.
+_BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="robotmem-bm25")
 
 
 def _passing_ranked(
@@ -263,7 +267,8 @@ def jaccard_candidates(
 class PgCandidates:
     """Every channel as SQL over the scope's compiled predicate; BM25 from this process's postings
     and nearest-first from its points (``postings``, ``points``: synced on the reading snapshot) when
-    given, checking the filters on the server."""
+    given, checking the filters with the process's mask of the scope (``masks``) when it has one, else
+    on the server."""
 
     def __init__(
         self,
@@ -271,14 +276,34 @@ class PgCandidates:
         scope: RecallScope,
         postings: TextPostings | None = None,
         points: SpatialPoints | None = None,
+        masks: PassingMasks | None = None,
     ) -> None:
         self._conn = conn
         self._collection = scope.collection
         self._postings = postings
         self._postings_synced = False
         self._points = points
+        self._masks = None if reads_volatile(scope.filter) else masks
+        self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
+
+    def _scope_mask(self) -> BoolArray | None:
+        """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
+        if self._masks is not None:
+            self._allowed = self._masks.allowed(self._conn, self.where, self.params)
+            self._masks = None
+        return self._allowed
+
+    def _best_passing(
+        self, ranking: Ranking, depth: int, *, ties: bool = False
+    ) -> list[tuple[int, float]] | None:
+        """``_passing_ranked`` with the scope's mask when there is one (no server check), else on the server."""
+        allowed = self._scope_mask()
+        if allowed is None:
+            return _passing_ranked(self._conn, ranking, self.where, self.params, depth, ties=ties)
+        passing = ranking.passing(allowed)
+        return passing.best_with_ties(depth) if ties else passing.best(depth)
 
     def _synced_postings(self) -> TextPostings | None:
         """The process's postings, synced once on this recall's snapshot (None: none, or not usable)."""
@@ -314,7 +339,11 @@ class PgCandidates:
     ) -> list[tuple[int, float]]:
         postings = self._synced_postings() if depth > 0 else None
         if postings is not None:
-            ranking = postings.rank(text_index.query_terms(words), self._collection, min_coverage, k1, b)
+            terms = text_index.query_terms(words)
+            allowed = self._scope_mask()
+            if allowed is not None:
+                return postings.rank(terms, self._collection, min_coverage, k1, b, allowed).best(depth)
+            ranking = postings.rank(terms, self._collection, min_coverage, k1, b)
             found = _passing_ranked(self._conn, ranking, self.where, self.params, depth)
             if found is not None:
                 return found
@@ -329,6 +358,32 @@ class PgCandidates:
             b=b,
             min_coverage=min_coverage,
         )
+
+    def text_and_vectors_scored(
+        self,
+        words: Sequence[str],
+        vector: VectorQuery | None,
+        depth: int,
+        min_coverage: float,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        postings = self._synced_postings() if words and vector is not None and depth > 0 else None
+        allowed = self._scope_mask() if postings is not None else None
+        if postings is None or allowed is None or vector is None:
+            text = self.text_scored(words, depth, min_coverage, k1, b) if words else []
+            return text, self.vectors_scored(vector, depth) if vector is not None else []
+        # With the scope's mask the text ranking needs no server: this process ranks (numpy, which lets
+        # go of the GIL) while the server walks the vectors, on the two cores instead of one after the other.
+        terms = text_index.query_terms(words)
+        ranked = _BESIDE.submit(
+            lambda: postings.rank(terms, self._collection, min_coverage, k1, b, allowed).best(depth)
+        )
+        try:
+            vectors = self.vectors_scored(vector, depth)
+        finally:
+            text = ranked.result()
+        return text, vectors
 
     def vectors(self, query: VectorQuery, depth: int) -> list[int]:
         return [m for m, _ in self.vectors_scored(query, depth)]
@@ -357,29 +412,32 @@ class PgCandidates:
     def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         if not candidates:
             return NamedValues()
-        counts = {
-            str(value): int(count)
-            for value, count in self._conn.execute(
-                "SELECT value, count(*) FROM context_values WHERE collection = %s AND value = ANY(%s) "
-                "GROUP BY value",
-                (self._collection, sorted(candidates)),
-            )
-        }
-        if not counts:
+        # The counts kept by schema v3's triggers, and the collection's size, in one round trip.
+        rows = self._conn.execute(
+            "SELECT value, memories, (SELECT memories FROM collection_sizes WHERE collection = %(c)s) "
+            "FROM context_value_counts WHERE collection = %(c)s AND value = ANY(%(v)s) AND memories > 0",
+            {"c": self._collection, "v": sorted(candidates)},
+        ).fetchall()
+        if not rows:
             return NamedValues()
-        row = self._conn.execute(
-            "SELECT memories FROM collection_sizes WHERE collection = %s", (self._collection,)
-        ).fetchone()
-        total = int(row[0]) if row else 0
+        counts = {str(value): int(count) for value, count, _ in rows}
+        total = int(rows[0][2] or 0)
         kept = {value: count for value, count in counts.items() if count <= max_share * total}
         carried: dict[int, set[str]] = {}
         if kept:
-            for memory_id, value in self._conn.execute(
-                "SELECT v.memory_id, v.value FROM context_values v JOIN memories m ON m.id = v.memory_id "
-                f"WHERE v.collection = %(cv_collection)s AND v.value = ANY(%(cv_values)s) AND {self.where}",
-                {**self.params, "cv_collection": self._collection, "cv_values": sorted(kept)},
-            ):
-                carried.setdefault(int(memory_id), set()).add(str(value))
+            allowed = self._scope_mask()
+            bound = {**self.params, "cv_collection": self._collection, "cv_values": sorted(kept)}
+            select = "SELECT v.memory_id, v.value FROM context_values v "
+            where = "WHERE v.collection = %(cv_collection)s AND v.value = ANY(%(cv_values)s)"
+            if allowed is None:
+                found = self._conn.execute(
+                    f"{select}JOIN memories m ON m.id = v.memory_id {where} AND {self.where}", bound
+                )
+            else:
+                found = self._conn.execute(select + where, bound)  # no memory row read: the mask checks
+            for memory_id, value in found:
+                if allowed is None or (memory_id < len(allowed) and allowed[memory_id]):
+                    carried.setdefault(int(memory_id), set()).add(str(value))
         return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
 
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
@@ -393,7 +451,7 @@ class PgCandidates:
                 near = apart <= spatial.max_distance
                 ids, apart = ids[near], apart[near]
             # Nearest first is highest first of the negated distance, ties by id as rank() would list them.
-            closest = _passing_ranked(self._conn, Ranking(ids, -apart), self.where, self.params, n, ties=True)
+            closest = self._best_passing(Ranking(ids, -apart), n, ties=True)
             if closest is not None:
                 return {m: -score for m, score in closest}
         if any(abs(t) >= 4e307 for t in spatial.target):

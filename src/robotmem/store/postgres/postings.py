@@ -56,11 +56,60 @@ class Ranking:
         if k <= 0 or len(ids) == 0:
             return []
         if len(ids) > k:
+            ids, scores = _narrowed(ids, scores, k)
+        if len(ids) > k:
             kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            head = scores >= kth  # every tie at the k-th score, so the id order among ties is exact
+            above = np.flatnonzero(scores > kth)
+            tied = np.flatnonzero(scores == kth)
+            wanted = k - len(above)
+            if len(tied) > wanted:  # the ties at the k-th score with the smallest ids
+                tied = tied[np.argpartition(ids[tied], wanted - 1)[:wanted]]
+            head = np.concatenate([above, tied])
             ids, scores = ids[head], scores[head]
         order = np.lexsort((ids, -scores))[:k]
         return list(zip(ids[order].tolist(), scores[order].tolist(), strict=True))
+
+    def best_with_ties(self, k: int) -> list[tuple[int, float]]:
+        """``best(k)``, and every other memory scoring as the ``k``-th, in the same order."""
+        found = self.best(k)
+        if len(found) < k:
+            return found
+        return self.at_least(found[-1][1])
+
+    def at_least(self, score: float) -> list[tuple[int, float]]:
+        """Every memory scoring ``score`` or more, best first, ties by smaller id."""
+        head = self.scores >= score
+        ids, scores = self.ids[head], self.scores[head]
+        order = np.lexsort((ids, -scores))
+        return list(zip(ids[order].tolist(), scores[order].tolist(), strict=True))
+
+    def passing(self, allowed: npt.NDArray[np.bool_]) -> Ranking:
+        """The memories of this ranking that ``allowed`` (a mask over ids; past its end: none) lets pass."""
+        inside = self.ids < len(allowed)
+        keep = np.zeros(len(self.ids), dtype=np.bool_)
+        keep[inside] = allowed[self.ids[inside]]
+        return Ranking(self.ids[keep], self.scores[keep])
+
+
+def _narrowed(
+    ids: npt.NDArray[np.int64], scores: npt.NDArray[np.float64], k: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The memories scoring at least a bound that at least ``k`` of them reach (so every one of the ``k``
+    best, and every tie at the ``k``-th score, is kept), or all of them when no such bound is found.
+
+    The bound comes from an evenly strided sample: its score that about ``4k`` memories of the whole
+    should reach. Selecting the best of 300k scores costs 3 ms; of the few thousand kept, 0.1 ms.
+    """
+    step = len(scores) // (64 * k)
+    if step < 4:
+        return ids, scores
+    sample = scores[::step]
+    rank = min(len(sample), -(-4 * k // step))  # ceil(4k / step): the sample's rank-th best
+    bound = np.partition(sample, len(sample) - rank)[len(sample) - rank]
+    at = np.flatnonzero(scores >= bound)
+    if len(at) < k:
+        return ids, scores
+    return ids.take(at), scores.take(at)
 
 
 class TextPostings:
@@ -176,19 +225,31 @@ class TextPostings:
     # ---- ranking ----------------------------------------------------------------------------------
 
     def rank(
-        self, terms: Sequence[str], collection: str, min_coverage: float, k1: float, b: float
+        self,
+        terms: Sequence[str],
+        collection: str,
+        min_coverage: float,
+        k1: float,
+        b: float,
+        allowed: npt.NDArray[np.bool_] | None = None,
     ) -> Ranking:
         """Score the memories of ``collection`` holding any of ``terms`` (each listed term counts, as in
-        ``candidates.bm25``) with the statistics of every indexed memory."""
+        ``candidates.bm25``) with the statistics of every indexed memory; only those ``allowed`` (a mask
+        over ids, of memories of ``collection``) lets pass when given."""
         with self._lock:
             code = self._collections.get(collection)
             if code is None or not terms:
                 return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
             scores, matched = self._index.score(
-                list(terms), min_coverage, k1, b, totals=(self._rows, float(self._tokens))
+                list(terms), min_coverage, k1, b, totals=(self._rows, float(self._tokens)), allowed=allowed
             )
-            size = min(len(matched), len(self._collection))
-            ids = np.flatnonzero(matched[:size] & (self._collection[:size] == code)).astype(np.int64)
+            if allowed is not None:
+                held = matched  # only allowed memories were scored
+                size = len(matched)
+            else:
+                size = min(len(matched), len(self._collection))
+                held = matched[:size] & (self._collection[:size] == code)
+            ids = np.flatnonzero(held).astype(np.int64)
             return Ranking(ids, scores[ids])
 
     def stats(self) -> dict[str, Any]:

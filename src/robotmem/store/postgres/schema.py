@@ -393,7 +393,52 @@ def _migrate_v2(conn: psycopg.Connection) -> None:
     conn.execute(_V2)
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1, _migrate_v2)
+# v3: how many memories of a collection carry each context value, kept by triggers on ``context_values``
+# (every writer of it: learn, update, import, the cascade of a deleted memory, a repair's rebuild).
+# Recall weighs the values a query names by their rarity; counting the carriers of a common word such
+# as "grasp" (467k index entries at 1M memories) took 60 ms of the recall.
+_V3 = """
+CREATE TABLE context_value_counts (
+    collection text COLLATE "C" NOT NULL,
+    value      text COLLATE "C" NOT NULL,
+    memories   bigint NOT NULL,
+    PRIMARY KEY (collection, value)
+);
+INSERT INTO context_value_counts (collection, value, memories)
+SELECT collection, value, count(*) FROM context_values GROUP BY collection, value;
+
+CREATE FUNCTION rm_count_value_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        INSERT INTO context_value_counts AS c (collection, value, memories)
+        SELECT collection, value, -count(*) FROM old_rows GROUP BY collection, value ORDER BY collection, value
+        ON CONFLICT (collection, value) DO UPDATE SET memories = c.memories + EXCLUDED.memories;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO context_value_counts AS c (collection, value, memories)
+        SELECT collection, value, count(*) FROM new_rows GROUP BY collection, value ORDER BY collection, value
+        ON CONFLICT (collection, value) DO UPDATE SET memories = c.memories + EXCLUDED.memories;
+    END IF;
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        DELETE FROM context_value_counts c USING (SELECT DISTINCT collection, value FROM old_rows) o
+        WHERE c.collection = o.collection AND c.value = o.value AND c.memories <= 0;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER context_values_counted_insert AFTER INSERT ON context_values REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_count_value_rows();
+CREATE TRIGGER context_values_counted_update AFTER UPDATE ON context_values
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rm_count_value_rows();
+CREATE TRIGGER context_values_counted_delete AFTER DELETE ON context_values REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION rm_count_value_rows();
+"""
+
+
+def _migrate_v3(conn: psycopg.Connection) -> None:
+    conn.execute(_V3)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1, _migrate_v2, _migrate_v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -24,6 +24,7 @@ from robotmem.store.postgres.browse import Browse, Maintenance
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.postgres.connection import describe_error, redact
 from robotmem.store.postgres.memories import Memories, Sessions, record_access
+from robotmem.store.postgres.passing import PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import TextPostings
 from robotmem.store.postgres.schema import migrate
@@ -50,11 +51,13 @@ class PostgresTx:
         conn: psycopg.Connection,
         postings: TextPostings | None = None,
         points: SpatialPoints | None = None,
+        masks: PassingMasks | None = None,
     ) -> None:
         self.conn = conn
         # The process's copies, given to read transactions only: a write's rows may still roll back.
         self._postings = postings
         self._points = points
+        self._masks = masks
         self.memories = Memories(conn)
         self.sessions = Sessions(conn)
         self.vectors = Vectors(conn)
@@ -65,7 +68,7 @@ class PostgresTx:
         self.sync = Sync(conn)
 
     def candidates(self, scope: RecallScope) -> PgCandidates:
-        return PgCandidates(self.conn, scope, self._postings, self._points)
+        return PgCandidates(self.conn, scope, self._postings, self._points, self._masks)
 
 
 class PostgresStore:
@@ -115,6 +118,7 @@ class PostgresStore:
         self._access = _AccessWriter(self)
         self.postings = TextPostings() if use_mirror else None
         self.points = SpatialPoints() if use_mirror else None
+        self.masks = PassingMasks() if use_mirror else None
 
     @property
     def location(self) -> str:
@@ -154,7 +158,9 @@ class PostgresStore:
     def read(self, work: Callable[[StoreTx], T]) -> T:
         return self._run(
             lambda conn: connection.read(
-                conn, lambda c: work(PostgresTx(c, self.postings, self.points)), location=self._location
+                conn,
+                lambda c: work(PostgresTx(c, self.postings, self.points, self.masks)),
+                location=self._location,
             )
         )
 

@@ -133,6 +133,18 @@ class SqlCandidates:
     def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
         return self._cosine(query, depth, episode=True)
 
+    def text_and_vectors_scored(
+        self,
+        words: Sequence[str],
+        vector: VectorQuery | None,
+        depth: int,
+        min_coverage: float,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        text = self.text_scored(words, depth, min_coverage, k1, b) if words else []
+        return text, self.vectors_scored(vector, depth) if vector is not None else []
+
     def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
         index = self._index(query, episode)
         if index is None:

@@ -1,0 +1,190 @@
+"""The process's masks of which memories pass a scope (``store/postgres/passing.py``) hold exactly what the
+server's predicate passes, follow every writer's changes, and are never read where they could be wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+from robotmem import RobotMemory
+from robotmem.config import Settings
+from robotmem.filters import parse_filter
+from robotmem.store.postgres.candidates import PgCandidates, predicate
+from robotmem.store.postgres.passing import PassingMasks, reads_volatile
+from robotmem.store.postgres.store import PostgresStore
+from robotmem.store.protocol import RecallScope
+
+FILTERS: list[dict[str, Any] | None] = [
+    None,
+    {"passed": True},
+    {"bucket": {"$in": [3, 50]}},
+    {"$or": [{"bucket": {"$lt": 10}}, {"$not": {"passed": False}}]},
+    {"tags": "tactile"},
+    {"robot.id": "arm-2", "bucket": {"$gte": 20}},
+]
+
+
+def _learn(mem: RobotMemory, i: int, collection: str = "default") -> int:
+    return int(
+        mem.learn(
+            f"trial {i}: grip force {i % 7} newtons, the cup slipped at step {i % 13}",
+            context={"bucket": i % 97, "passed": i % 5 == 0, "robot": {"id": f"arm-{i % 3}"}},
+            collection=collection,
+        )["memory_id"]
+    )
+
+
+@pytest.fixture
+def store(postgres_server: Any, tmp_path: Path) -> Iterator[tuple[str, RobotMemory]]:
+    dsn = postgres_server.create()
+    mem = RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path))
+    try:
+        for i in range(120):
+            _learn(mem, i, "default" if i % 4 else "other")
+        yield dsn, mem
+    finally:
+        mem.close()
+        postgres_server.drop(dsn)
+
+
+def _server_passing(mem: RobotMemory, scope: RecallScope) -> set[int]:
+    where, params = predicate(scope)
+    return mem.engine.read(
+        lambda tx: {int(r[0]) for r in tx.conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)}
+    )
+
+
+def _held(mem: RobotMemory, masks: PassingMasks, scope: RecallScope) -> set[int] | None:
+    where, params = predicate(scope)
+    found = mem.engine.read(lambda tx: masks.allowed(tx.conn, where, params))
+    return None if found is None else {int(m) for m in np.flatnonzero(found)}
+
+
+def _scopes() -> list[RecallScope]:
+    return [
+        RecallScope(collection=c, min_confidence=0.0, filter=parse_filter(f) if f is not None else None)
+        for c in ("default", "other")
+        for f in FILTERS
+    ]
+
+
+def test_masks_follow_every_writer(store: tuple[str, RobotMemory], tmp_path: Path) -> None:
+    dsn, mem = store
+    masks = PassingMasks()
+    for scope in _scopes():
+        assert _held(mem, masks, scope) == _server_passing(mem, scope)
+    # Another process's writes: new memories, a forget, a moved memory, a changed context, a tag, a repair.
+    with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path / "other")) as other:
+        new = [_learn(other, 1000 + i) for i in range(9)]
+        other.forget(new[0], "wrong")
+        other.update(new[1], "trial 1001: grip force 9 newtons", context={"bucket": 3, "passed": True})
+    with psycopg.connect(dsn) as conn:  # by hand, past robotmem: the change log still sees it
+        conn.execute("INSERT INTO memory_tags (memory_id, tag) VALUES (%s, 'tactile')", (new[2],))
+        conn.execute("UPDATE memories SET collection = 'other' WHERE id = %s", (new[3],))
+        conn.execute("UPDATE memories SET confidence = 0.05 WHERE id = %s", (new[4],))
+        conn.execute("DELETE FROM memories WHERE id = %s", (new[5],))
+    mem.repair()
+    for scope in _scopes():
+        assert _held(mem, masks, scope) == _server_passing(mem, scope)
+    confident = RecallScope(collection="default", min_confidence=0.5, filter=None)
+    assert new[4] not in (_held(mem, masks, confident) or set())
+    assert _held(mem, masks, confident) == _server_passing(mem, confident)
+
+
+def test_a_snapshot_older_than_the_mask_is_not_answered_from_it(store: tuple[str, RobotMemory]) -> None:
+    dsn, mem = store
+    masks = PassingMasks()
+    scope = RecallScope(collection="default", min_confidence=0.0, filter=parse_filter({"passed": True}))
+    where, params = predicate(scope)
+    with psycopg.connect(dsn) as old:
+        old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        before = masks.allowed(old, where, params)
+        assert before is not None
+        _learn(mem, 490)  # a new memory that passes the filter
+        assert _held(mem, masks, scope) == _server_passing(mem, scope)  # a newer snapshot moves the mask on
+        assert masks.allowed(old, where, params) is None
+        old.execute("ROLLBACK")
+    assert int(np.count_nonzero(before)) + 1 == len(_server_passing(mem, scope))
+
+
+def test_filters_on_access_counts_are_checked_on_the_server(store: tuple[str, RobotMemory]) -> None:
+    """Recall bumps ``access_count`` without a logged change, so a mask of it would go stale."""
+    _, mem = store
+    volatile = parse_filter({"$or": [{"passed": True}, {"$not": {"access_count": {"$lt": 1}}}]})
+    assert reads_volatile(volatile)
+    assert not reads_volatile(parse_filter({"passed": True, "bucket": {"$lt": 5}}))
+    before = mem.recall("grip force cup", n=50, context_filter={"access_count": {"$gte": 1}})["total"]
+    mem.recall("grip force cup", n=3)
+    mem.engine.store.settle_access()
+    after = mem.recall("grip force cup", n=50, context_filter={"access_count": {"$gte": 1}})["total"]
+    assert (before, after) == (0, 3)
+    store_ = mem.engine.store
+    assert isinstance(store_, PostgresStore) and store_.masks is not None
+    scope = RecallScope(collection="default", min_confidence=0.0, filter=volatile)
+    assert mem.engine.read(lambda tx: PgCandidates(tx.conn, scope, masks=store_.masks)._scope_mask()) is None
+
+
+def test_a_store_with_sparse_ids_holds_no_mask(store: tuple[str, RobotMemory]) -> None:
+    dsn, mem = store
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT setval(pg_get_serial_sequence('memories', 'id'), 1::bigint << 40)")
+    far = mem.learn("the vacuum gripper lost suction on the wet tile", context={"passed": True})["memory_id"]
+    assert far > 1 << 40
+    scope = RecallScope(collection="default", min_confidence=0.0, filter=parse_filter({"passed": True}))
+    assert _held(mem, PassingMasks(), scope) is None
+    found = mem.recall("vacuum suction wet tile", n=3, context_filter={"passed": True})["memories"]
+    assert [m["id"] for m in found][:1] == [far]
+
+
+def _channels(
+    mem: RobotMemory, scope: RecallScope, words: list[str], vector: Any, postings: Any, masks: Any
+) -> Any:
+    """The two channels: asked one after the other without copies, else side by side."""
+
+    def run(tx: Any) -> Any:
+        source = PgCandidates(tx.conn, scope, postings, masks=masks)
+        if postings is None:
+            return source.text_scored(words, 20, 0.2), source.vectors_scored(vector, 20)
+        return source.text_and_vectors_scored(words, vector, 20, 0.2)
+
+    return mem.engine.read(run)
+
+
+def test_text_beside_vectors_gives_each_channel_alone(postgres_server: Any, tmp_path: Path) -> None:
+    """With the scope's mask the process ranks BM25 in a thread while the server walks the vectors: the
+    same two lists as the channels asked one after the other, with and without the process's copies."""
+    from robotmem.embedders.hashing import HashingEmbedder
+    from robotmem.service.scoring import bm25_words
+    from robotmem.store.postgres.postings import TextPostings
+    from robotmem.store.protocol import VectorQuery
+
+    dsn = postgres_server.create()
+    embedder = HashingEmbedder(dim=64)
+    try:
+        with RobotMemory(dsn, settings=Settings(home=tmp_path), embedder=embedder) as mem:
+            for i in range(150):
+                _learn(mem, i, "default" if i % 4 else "other")
+            postings, masks = TextPostings(), PassingMasks()
+            for query in ("grip force cup", "slipped at step 4", "nothing like it"):
+                vector = VectorQuery(embedder.embed_one(query, is_query=True), embedder.model_id, 64)
+                words = bm25_words(query, "basic")
+                for raw in FILTERS:
+                    scope = RecallScope(
+                        collection="default", min_confidence=0.0, filter=parse_filter(raw) if raw else None
+                    )
+
+                    text, vectors = _channels(mem, scope, words, vector, None, None)
+                    text_beside, vectors_beside = _channels(mem, scope, words, vector, postings, masks)
+                    assert [m for m, _ in text_beside] == [m for m, _ in text]
+                    assert [x for _, x in text_beside] == pytest.approx([x for _, x in text], rel=1e-9)
+                    assert vectors_beside == vectors
+                    if query == "grip force cup" and raw is None:
+                        assert text and vectors
+            assert masks.stats()["masks"] == len(FILTERS)
+    finally:
+        postgres_server.drop(dsn)
