@@ -14,13 +14,22 @@ _SPARSE_FACTOR = 8
 _SPARSE_MARGIN = 1 << 20
 
 
+# What ``head`` selects, for a query that reads more in the same round trip.
+HEAD_COLUMNS = (
+    "(SELECT COALESCE(MAX(seq), 0) FROM memory_changes), (SELECT value FROM meta WHERE key = 'fts_epoch')"
+)
+
+
 def head(conn: psycopg.Connection) -> tuple[int, str]:
     """The last change number this snapshot sees, and the text index's epoch."""
-    row = conn.execute(
-        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM memory_changes), (SELECT value FROM meta WHERE key = 'fts_epoch')"
-    ).fetchone()
+    row = conn.execute(f"SELECT {HEAD_COLUMNS}").fetchone()
     assert row is not None
-    return int(row[0]), str(row[1] or "0")
+    return as_head(row[0], row[1])
+
+
+def as_head(seq: object, epoch: object) -> tuple[int, str]:
+    """``head`` from the two values of ``HEAD_COLUMNS``."""
+    return int(str(seq)), str(epoch or "0")
 
 
 def changed_since(conn: psycopg.Connection, seen: int) -> list[int]:

@@ -136,12 +136,13 @@ class TextPostings:
             return self.usable
 
     def _sync(self, conn: psycopg.Connection) -> None:
-        head, epoch = changes.head(conn)
         row = conn.execute(
-            "SELECT docs, tokens, (SELECT COALESCE(MAX(memory_id), 0) FROM memory_terms) FROM fts_totals"
+            f"SELECT {changes.HEAD_COLUMNS}, docs, tokens, (SELECT COALESCE(MAX(memory_id), 0) FROM memory_terms) "
+            "FROM fts_totals"
         ).fetchone()
         assert row is not None
-        docs, tokens, top = int(row[0]), int(row[1]), int(row[2])
+        head, epoch = changes.as_head(row[0], row[1])
+        docs, tokens, top = int(row[2]), int(row[3]), int(row[4])
         self.usable = not changes.too_sparse(top, docs)
         if not self.usable:
             self._clear()

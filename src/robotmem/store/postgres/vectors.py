@@ -118,18 +118,18 @@ def search_vectors(
         walk = dict.fromkeys(_WALK_INDEX, "off")
         walk["hnsw.iterative_scan"] = "relaxed_order"
         walk["hnsw.ef_search"] = str(max(40, min(1000, 2 * depth)))
-        _set_local(conn, walk)
-        try:
-            walked = _ranked(
-                conn.execute(
-                    f"SELECT m.id, (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) AS d "
-                    + base
-                    + f"ORDER BY (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) LIMIT %(v_depth)s",
-                    bound,
-                ).fetchall()
+        # The switches, the walk and the switches back in one round trip (a failed walk aborts the
+        # transaction, which drops the switches with it).
+        with conn.pipeline():
+            _set_local(conn, walk)
+            found = conn.execute(
+                f"SELECT m.id, (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) AS d "
+                + base
+                + f"ORDER BY (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) LIMIT %(v_depth)s",
+                bound,
             )
-        finally:
             _set_local(conn, dict.fromkeys(_WALK_INDEX, "on"))
+        walked = _ranked(found.fetchall())
         kept = [(m, s) for m, s in walked if min_similarity is None or s >= min_similarity]
         if len(walked) >= depth or len(kept) < len(walked):
             return kept  # the walk found depth rows, or reached below the similarity asked for
