@@ -43,3 +43,53 @@ def test_scoring_only_allowed_documents_changes_none_of_their_scores(
     wanted[: min(len(mask), len(matched))] = mask[: len(matched)]
     assert np.array_equal(some_matched, matched & wanted)
     assert np.array_equal(some[some_matched], scores[some_matched])
+
+
+def _best(scores: np.ndarray, matched: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k best matches, best first, ties by smaller id, and every other match tied with the k-th."""
+    ranked = sorted(
+        ((int(d), float(scores[d])) for d in np.flatnonzero(matched)), key=lambda p: (-p[1], p[0])
+    )
+    if len(ranked) <= k:
+        return ranked
+    return [p for p in ranked if p[1] >= ranked[k - 1][1]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    main=documents,
+    later=documents,
+    removed=st.sets(st.integers(0, 80), max_size=10),
+    allowed=st.none() | st.lists(st.booleans(), max_size=120),
+    query=st.lists(st.sampled_from([*WORDS, "absent"]), min_size=1, max_size=5),
+    best=st.integers(1, 12),
+    knobs=st.sampled_from([(0.0, 1.2, 0.75), (0.5, 1.2, 0.75), (0.3, 0.6, 0.1), (0.0, 2.0, 1.0)]),
+    rare=st.integers(0, 3),
+)
+def test_the_best_scores_skip_no_document_that_ranks(
+    main: list[list[str]],
+    later: list[list[str]],
+    removed: set[int],
+    allowed: list[bool] | None,
+    query: list[str],
+    best: int,
+    knobs: tuple[float, float, float],
+    rare: int,
+) -> None:
+    """``score_best`` (MaxScore) matches every document among the ``best`` highest scores of ``score``,
+    with the same scores, whatever the deltas, removals, masks, repeated words and coverage."""
+    index = LexicalIndex()
+    # A few documents hold a rare word, so that the common words often cannot reach the top.
+    index.build(enumerate([*main, *(["tactile", "cup"] for _ in range(rare))]))
+    for offset, terms in enumerate(later):
+        index.add(offset * 3, terms)
+    for doc in removed:
+        index.remove(doc)
+    coverage, k1, b = knobs
+    mask = None if allowed is None else np.asarray(allowed, dtype=np.bool_)
+    phrases = [*query, "tactile"] if rare else query
+    full, full_matched = index.score(phrases, coverage, k1, b, allowed=mask)
+    some, some_matched = index.score_best(phrases, best, coverage, k1, b, allowed=mask)
+    assert not (some_matched & ~full_matched).any()
+    assert np.array_equal(some[some_matched], full[some_matched])
+    assert _best(some, some_matched, best) == _best(full, full_matched, best)

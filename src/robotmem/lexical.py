@@ -54,6 +54,11 @@ class LexicalIndex:
         # Per document id: token count (0 = absent) and whether its main-segment postings are void.
         self._length: FloatArray = np.zeros(0, dtype=np.float64)
         self._void: BoolArray = np.zeros(0, dtype=np.bool_)
+        self._voided = 0  # documents whose main postings are void
+        # Per term of the main segment: its largest frequency and the shortest document holding it,
+        # which bound what the term can add to any score (``_bound``).
+        self._max_freq: FloatArray = np.zeros(0, dtype=np.float64)
+        self._min_length: FloatArray = np.zeros(0, dtype=np.float64)
         self.documents = 0
         self._total_length = 0.0
 
@@ -148,6 +153,14 @@ class LexicalIndex:
         self._docs = (keys % stride).astype(np.int32)
         self._freqs = weights.astype(np.float32)
         self._starts = np.searchsorted(keys // stride, np.arange(len(self._term_ids) + 1)).astype(np.int64)
+        terms_held = len(self._starts) - 1
+        self._max_freq = np.zeros(terms_held, dtype=np.float64)
+        self._min_length = np.full(terms_held, np.inf, dtype=np.float64)
+        held = np.flatnonzero(np.diff(self._starts) > 0)
+        if len(held):  # the terms with postings lie back to back, so each reduction spans one term
+            first = self._starts[held]
+            self._max_freq[held] = np.maximum.reduceat(self._freqs, first)
+            self._min_length[held] = np.minimum.reduceat(self._length.take(self._docs), first)
 
     def add(self, doc: int, terms: Sequence[str]) -> None:
         """Index ``doc`` with ``terms`` (replacing what it had). A document without terms is not indexed."""
@@ -178,6 +191,7 @@ class LexicalIndex:
         counts = self._delta_docs.pop(doc, None)
         if counts is None:
             self._void[doc] = True
+            self._voided += 1
             return
         for term in counts:
             del self._delta[term][doc]
@@ -206,6 +220,7 @@ class LexicalIndex:
         self._delta_docs.clear()
         self._delta_postings = 0
         self._void[:] = False
+        self._voided = 0
         self._set_main(np.concatenate(terms), np.concatenate(docs), np.concatenate(freqs))
 
     def _postings(self, term: int, allowed: BoolArray | None = None) -> tuple[IntArray, FloatArray, int]:
@@ -217,10 +232,10 @@ class LexicalIndex:
         if term + 1 < len(self._starts):
             lo, hi = int(self._starts[term]), int(self._starts[term + 1])
             held, weights = self._docs[lo:hi], self._freqs[lo:hi]
-            void = self._void.take(held)
-            hits = len(held) - int(np.count_nonzero(void))
+            void = self._void.take(held) if self._voided else None
+            hits = len(held) - (int(np.count_nonzero(void)) if void is not None else 0)
             keep = None if allowed is None else allowed.take(held)
-            if hits < len(held):
+            if void is not None and hits < len(held):
                 keep = ~void if keep is None else keep & ~void
             if keep is not None:  # positions, then take: faster than a boolean index of each array
                 at = np.flatnonzero(keep)
@@ -284,13 +299,110 @@ class LexicalIndex:
             mass += idf
             if len(docs) == 0:
                 continue
-            norm = k1 * (1.0 - b + b * self._length[docs] / average)
+            # k1 · (1 − b + b · D / avgdl) and idf · f · (k1 + 1) / (f + norm), computed in place in the
+            # same order of operations (so the same floats) without a temporary array per operation.
+            norm = self._length.take(docs)
+            norm *= b
+            norm /= average
+            norm += 1.0 - b
+            norm *= k1
+            norm += freqs
+            part = freqs * idf
+            part *= k1 + 1.0
+            part /= norm
             # A document holds a term once (its main postings are void while it sits in the delta), so
             # the scatter adds each document's part once, in the order of the phrases.
-            scores[docs] += idf * freqs * (k1 + 1.0) / (freqs + norm)
+            scores[docs] += part
             matched[docs] = True
             if covered is not None:
                 covered[docs] += idf
         if covered is not None:
             matched &= covered >= min_coverage * mass - 1e-12
         return scores, matched
+
+    def _bound(self, term: int, k1: float, b: float, average: float) -> float:
+        """The most ``term`` can add to a score, per unit of IDF: ``f · (k1 + 1) / (f + k1 · (1 − b + b · D /
+        avgdl))`` grows with the frequency f and shrinks with the length D, so the largest frequency and
+        the shortest document holding the term (not necessarily the same document) bound it."""
+        freq, length = 0.0, math.inf
+        if term < len(self._max_freq):
+            freq, length = float(self._max_freq[term]), float(self._min_length[term])
+        extra = self._delta.get(term)
+        if extra:
+            freq = max(freq, float(max(extra.values())))
+            length = min(length, float(self._length.take(np.fromiter(extra, dtype=np.int64)).min()))
+        if freq <= 0:
+            return 0.0
+        return freq * (k1 + 1.0) / (freq + k1 * (1.0 - b + b * length / average))
+
+    def score_best(
+        self,
+        phrases: Sequence[str],
+        best: int,
+        min_coverage: float = 0.0,
+        k1: float = K1,
+        b: float = B,
+        totals: tuple[int, float] | None = None,
+        allowed: BoolArray | None = None,
+    ) -> tuple[FloatArray, BoolArray]:
+        """``score``, where ``matched`` may leave out documents that cannot be among the ``best`` highest
+        scores: every document scoring at or above the ``best``-th score of ``score`` is matched here,
+        with the same score.
+
+        MaxScore: the terms are taken in order of the most they can add (``_bound`` × IDF, rare terms
+        first); only documents holding a taken term are scored, on every term. Once the ``best``-th
+        score among them beats what the terms not taken could add together (or a document holding none
+        of the taken terms cannot reach ``min_coverage``), no other document can rank. A query of one
+        rare word and a few common ones then scores the rare word's postings only, and looks the common
+        ones up for those documents instead of scoring all of theirs.
+        """
+        documents, tokens = totals if totals is not None else (self.documents, self._total_length)
+        if best <= 0 or documents <= 0 or self.documents == 0:
+            return self.score(phrases, min_coverage, k1, b, totals, allowed)
+        rows = float(documents)
+        average = max(float(tokens) / rows, 1e-9)
+        weight: dict[int, float] = {}  # term → its IDF times how often the query lists it
+        mass = 0.0
+        for phrase in phrases:
+            term = self._term_ids.get(phrase)
+            hits = self._hits(term) if term is not None else 0
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            idf = idf if idf > 0 else _MIN_IDF
+            mass += idf
+            if term is not None and hits:
+                weight[term] = weight.get(term, 0.0) + idf
+        most = {t: w * self._bound(t, k1, b, average) for t, w in weight.items()}
+        order = sorted(most, key=lambda t: (-most[t], t))
+        size = len(self._length)
+        passing = np.zeros(size, dtype=np.bool_)
+        if allowed is not None:
+            passing[: min(size, len(allowed))] = allowed[:size]
+        else:
+            passing[:] = True
+        candidates = np.zeros(size, dtype=np.bool_)
+        for taken in range(1, len(order)):
+            docs, _, _ = self._postings(order[taken - 1], passing)
+            candidates[docs] = True
+            rest = order[taken:]
+            # The most a document holding none of the taken terms can score, and can cover.
+            ceiling = sum(most[t] for t in rest) * (1.0 + 1e-9)
+            reach = mass - sum(weight[t] for t in order[:taken])
+            if min_coverage > 0 and reach < min_coverage * mass - 1e-9:
+                return self.score(phrases, min_coverage, k1, b, totals, candidates)
+            if int(np.count_nonzero(candidates)) < best:
+                continue
+            scores, matched = self.score(phrases, min_coverage, k1, b, totals, candidates)
+            found = scores[matched]
+            if len(found) >= best and np.partition(found, len(found) - best)[len(found) - best] > ceiling:
+                return scores, matched
+        return self.score(phrases, min_coverage, k1, b, totals, allowed)
+
+    def _hits(self, term: int) -> int:
+        """How many live documents hold ``term``."""
+        count = len(self._delta.get(term, ()))
+        if term + 1 < len(self._starts):
+            lo, hi = int(self._starts[term]), int(self._starts[term + 1])
+            count += hi - lo
+            if self._voided and hi > lo:
+                count -= int(np.count_nonzero(self._void.take(self._docs[lo:hi])))
+        return count

@@ -3,6 +3,8 @@ server's predicate passes, follow every writer's changes, and are never read whe
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,5 +188,37 @@ def test_text_beside_vectors_gives_each_channel_alone(postgres_server: Any, tmp_
                     if query == "grip force cup" and raw is None:
                         assert text and vectors
             assert masks.stats()["masks"] == len(FILTERS)
+    finally:
+        postgres_server.drop(dsn)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_ranks_beside_the_server_too(postgres_server: Any, tmp_path: Path) -> None:
+    """A child forked after recalls made the ranking threads gets threads of its own (a copy of the
+    parent's pool would hold threads that did not survive the fork, and hang)."""
+    from robotmem.embedders.hashing import HashingEmbedder
+
+    dsn = postgres_server.create()
+    try:
+        settings = Settings(home=tmp_path)
+        with RobotMemory(dsn, settings=settings, embedder=HashingEmbedder(dim=64)) as mem:
+            for i in range(40):
+                _learn(mem, i)
+            assert mem.recall("grip force cup", context_filter={"passed": True})["memories"]
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 when its recall answers, 14 (SIGALRM) when it hangs
+            code = 1
+            try:
+                signal.alarm(60)
+                with RobotMemory(dsn, settings=settings, embedder=HashingEmbedder(dim=64)) as child:
+                    code = (
+                        0
+                        if child.recall("grip force cup", context_filter={"passed": True})["memories"]
+                        else 2
+                    )
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
     finally:
         postgres_server.drop(dsn)

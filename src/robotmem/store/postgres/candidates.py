@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -189,8 +191,19 @@ def _passing_best(
 
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
-# Where the process ranks BM25 while the server searches the vectors of the same recall.
-_BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="robotmem-bm25")
+# Where the process ranks BM25 while the server searches the vectors of the same recall: (pid, pool).
+_beside: tuple[int, ThreadPoolExecutor] | None = None
+_beside_lock = threading.Lock()
+
+
+def _beside_pool() -> ThreadPoolExecutor:
+    """The threads that rank beside the server, made anew in a forked child (whose copy of the pool
+    would count threads that did not survive the fork, and never run what it is given)."""
+    global _beside
+    with _beside_lock:
+        if _beside is None or _beside[0] != os.getpid():
+            _beside = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="robotmem-bm25"))
+        return _beside[1]
 
 
 def _passing_ranked(
@@ -342,7 +355,7 @@ class PgCandidates:
             terms = text_index.query_terms(words)
             allowed = self._scope_mask()
             if allowed is not None:
-                return postings.rank(terms, self._collection, min_coverage, k1, b, allowed).best(depth)
+                return postings.rank(terms, self._collection, min_coverage, k1, b, allowed, depth).best(depth)
             ranking = postings.rank(terms, self._collection, min_coverage, k1, b)
             found = _passing_ranked(self._conn, ranking, self.where, self.params, depth)
             if found is not None:
@@ -376,8 +389,8 @@ class PgCandidates:
         # With the scope's mask the text ranking needs no server: this process ranks (numpy, which lets
         # go of the GIL) while the server walks the vectors, on the two cores instead of one after the other.
         terms = text_index.query_terms(words)
-        ranked = _BESIDE.submit(
-            lambda: postings.rank(terms, self._collection, min_coverage, k1, b, allowed).best(depth)
+        ranked = _beside_pool().submit(
+            lambda: postings.rank(terms, self._collection, min_coverage, k1, b, allowed, depth).best(depth)
         )
         try:
             vectors = self.vectors_scored(vector, depth)

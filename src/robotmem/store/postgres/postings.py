@@ -233,17 +233,23 @@ class TextPostings:
         k1: float,
         b: float,
         allowed: npt.NDArray[np.bool_] | None = None,
+        best: int | None = None,
     ) -> Ranking:
         """Score the memories of ``collection`` holding any of ``terms`` (each listed term counts, as in
         ``candidates.bm25``) with the statistics of every indexed memory; only those ``allowed`` (a mask
-        over ids, of memories of ``collection``) lets pass when given."""
+        over ids, of memories of ``collection``) lets pass when given. With ``best``, only memories that
+        may be among the ``best`` highest scores need be in the ranking (``LexicalIndex.score_best``)."""
         with self._lock:
             code = self._collections.get(collection)
             if code is None or not terms:
                 return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
-            scores, matched = self._index.score(
-                list(terms), min_coverage, k1, b, totals=(self._rows, float(self._tokens)), allowed=allowed
-            )
+            totals = (self._rows, float(self._tokens))
+            if best is not None and allowed is not None:
+                scores, matched = self._index.score_best(
+                    list(terms), best, min_coverage, k1, b, totals, allowed
+                )
+            else:
+                scores, matched = self._index.score(list(terms), min_coverage, k1, b, totals, allowed)
             if allowed is not None:
                 held = matched  # only allowed memories were scored
                 size = len(matched)
