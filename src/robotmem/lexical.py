@@ -35,6 +35,12 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
+def _idf(rows: float, hits: int) -> float:
+    """FTS5's IDF of a phrase that ``hits`` of ``rows`` rows hold (``_MIN_IDF`` when not positive)."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else _MIN_IDF
+
+
 class LexicalIndex:
     """Term postings of documents keyed by integer id, scored with FTS5's BM25."""
 
@@ -277,11 +283,10 @@ class LexicalIndex:
         size = len(self._length)
         scores = np.zeros(size, dtype=np.float64)
         matched = np.zeros(size, dtype=np.bool_)
-        documents, tokens = totals if totals is not None else (self.documents, self._total_length)
-        if documents <= 0 or self.documents == 0:
+        statistics = self._statistics(totals)
+        if statistics is None:
             return scores, matched
-        rows = float(documents)
-        average = max(float(tokens) / rows, 1e-9)
+        rows, average = statistics
         covered = np.zeros(size, dtype=np.float64) if min_coverage > 0 else None
         passing = None
         if allowed is not None:
@@ -294,8 +299,7 @@ class LexicalIndex:
                 docs, freqs, hits = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), 0
             else:
                 docs, freqs, hits = self._postings(term, passing)
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            idf = idf if idf > 0 else _MIN_IDF
+            idf = _idf(rows, hits)
             mass += idf
             if len(docs) == 0:
                 continue
@@ -319,6 +323,14 @@ class LexicalIndex:
         if covered is not None:
             matched &= covered >= min_coverage * mass - 1e-12
         return scores, matched
+
+    def _statistics(self, totals: tuple[int, float] | None) -> tuple[float, float] | None:
+        """(rows, average length) of ``totals`` or of the index itself; None when nothing is held."""
+        documents, tokens = totals if totals is not None else (self.documents, self._total_length)
+        if documents <= 0 or self.documents == 0:
+            return None
+        rows = float(documents)
+        return rows, max(float(tokens) / rows, 1e-9)
 
     def _bound(self, term: int, k1: float, b: float, average: float) -> float:
         """The most ``term`` can add to a score, per unit of IDF: ``f · (k1 + 1) / (f + k1 · (1 − b + b · D /
@@ -356,18 +368,16 @@ class LexicalIndex:
         rare word and a few common ones then scores the rare word's postings only, and looks the common
         ones up for those documents instead of scoring all of theirs.
         """
-        documents, tokens = totals if totals is not None else (self.documents, self._total_length)
-        if best <= 0 or documents <= 0 or self.documents == 0:
+        statistics = self._statistics(totals)
+        if best <= 0 or statistics is None:
             return self.score(phrases, min_coverage, k1, b, totals, allowed)
-        rows = float(documents)
-        average = max(float(tokens) / rows, 1e-9)
+        rows, average = statistics
         weight: dict[int, float] = {}  # term → its IDF times how often the query lists it
         mass = 0.0
         for phrase in phrases:
             term = self._term_ids.get(phrase)
             hits = self._hits(term) if term is not None else 0
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            idf = idf if idf > 0 else _MIN_IDF
+            idf = _idf(rows, hits)
             mass += idf
             if term is not None and hits:
                 weight[term] = weight.get(term, 0.0) + idf
