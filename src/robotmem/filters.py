@@ -38,6 +38,9 @@ RECORD_FIELDS = {
     "robot_id": "m.robot_id",
     "tags": "tags",
 }
+# Record fields written without a logged change (every recall bumps ``access_count``): a copy of which
+# memories pass a condition on one goes stale unseen, so both engines evaluate it afresh each recall.
+VOLATILE_FIELDS = frozenset({"access_count"})
 MAX_DEPTH = 16
 
 
@@ -80,6 +83,17 @@ def _fail(where: str, problem: str) -> ValidationError:
 
 def _where(path: str) -> str:
     return f"[{path!r}]" if path else ""
+
+
+def reads_volatile(node: Node | None) -> bool:
+    """Whether the filter ``node`` has a condition on one of ``VOLATILE_FIELDS``."""
+    if node is None:
+        return False
+    if isinstance(node, Condition):
+        return node.path[0] in VOLATILE_FIELDS
+    if isinstance(node, Not):
+        return reads_volatile(node.part)
+    return any(reads_volatile(part) for part in node.parts)
 
 
 def parse_filter(raw: Any, *, max_bytes: int = 16384) -> Node | None:

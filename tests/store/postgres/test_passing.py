@@ -15,9 +15,9 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
+from robotmem.filters import parse_filter, reads_volatile
 from robotmem.store.postgres.candidates import PgCandidates, predicate
-from robotmem.store.postgres.passing import PassingMasks, reads_volatile
+from robotmem.store.postgres.passing import PassingMasks
 from robotmem.store.postgres.store import PostgresStore
 from robotmem.store.protocol import RecallScope
 

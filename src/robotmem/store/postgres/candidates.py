@@ -29,10 +29,11 @@ import numpy.typing as npt
 import psycopg
 
 from robotmem import lexical
+from robotmem.filters import reads_volatile
 from robotmem.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
-from robotmem.store.postgres.passing import BoolArray, PassingMasks, reads_volatile
+from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors

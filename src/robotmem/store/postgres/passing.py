@@ -12,8 +12,8 @@ step through the change log:
   predicate, on the server, inside the recall's snapshot, so the semantics stay the server's;
 - a mask is read only in a snapshot at or after the change it was synced to (an older snapshot gets
   None, and the candidates check on the server as before);
-- a predicate over a field written without a logged change (``access_count``, which every recall
-  bumps) is never held; nor are masks of a store whose ids are too sparse for per-id arrays.
+- a predicate over a field written without a logged change (``filters.VOLATILE_FIELDS``: every
+  recall bumps ``access_count``) is never held (``PgCandidates`` asks ``filters.reads_volatile``); nor are masks of a store whose ids are too sparse for per-id arrays.
 
 Every write to a memory row or its tags takes a new ``change_seq`` number under the store's write lock
 (``schema``), so the numbers commit in order and nothing changed is missed.
@@ -29,24 +29,11 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
-from robotmem.filters import Condition, Node, Not
 from robotmem.store.postgres import changes
 
 BoolArray = npt.NDArray[np.bool_]
 
 _MAX_MASKS = 16  # predicates held at once, the least recently used dropped first
-_VOLATILE = frozenset({"access_count"})  # record fields written without a logged change
-
-
-def reads_volatile(node: Node | None) -> bool:
-    """Whether the filter ``node`` reads a field whose writes the change log does not see."""
-    if node is None:
-        return False
-    if isinstance(node, Condition):
-        return node.path[0] in _VOLATILE
-    if isinstance(node, Not):
-        return reads_volatile(node.part)
-    return any(reads_volatile(part) for part in node.parts)
 
 
 class _Mask:

@@ -22,7 +22,7 @@ What keeps the mirror right — check each when a change touches storage or filt
    ``context``) is in ``migrations._TRACKED``, so an UPDATE of it is logged. Adding a column that recall
    reads means a migration that recreates the update trigger with it.
 2. Volatile fields: a filterable field written without a logged change (``access_count``, bumped by every
-   recall) is in ``_VOLATILE``; conditions on it are evaluated afresh each recall, never cached.
+   recall) is in ``filters.VOLATILE_FIELDS``; conditions on it are evaluated afresh each recall, never cached.
 3. Filterable record fields: every key of ``filters.RECORD_FIELDS`` is either tracked (1), volatile (2),
    ``id`` (never changes) or ``tags`` (``memory_tags`` has insert and delete triggers).
 4. Mirrored columns: every value ``_ROWS`` selects after ``id`` has its array in ``_COLUMNS`` (name, type
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from robotmem.filters import All, Any_, Condition, Node, Not, SqlBuilder, to_sql
+from robotmem.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.lexical import FloatArray, LexicalIndex
 from robotmem.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.sqlite import search
@@ -66,9 +66,6 @@ _COLUMNS: tuple[tuple[str, type[np.generic], Any], ...] = (
     ("_real", np.bool_, False),
     ("_created", np.float64, 0.0),  # julianday(created_at)
 )
-# Conditions on fields that change without a logged write (every recall bumps ``access_count``)
-# are evaluated afresh each time instead of being cached.
-_VOLATILE = frozenset({"access_count"})
 _MAX_CACHED_CONDITIONS = 32
 _MAX_CACHED_POINTS = 8
 _MAX_CACHED_VALUES = 16
@@ -427,7 +424,7 @@ class RecallMirror:
         every = conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)
         passed = [int(r[0]) for r in every if r[0] < self.capacity]
         mask[passed] = True
-        if node.path[0] not in _VOLATILE:
+        if node.path[0] not in VOLATILE_FIELDS:
             self._conditions[key] = (sql, params, mask)
             if len(self._conditions) > _MAX_CACHED_CONDITIONS:
                 self._conditions.popitem(last=False)
