@@ -288,10 +288,7 @@ class LexicalIndex:
             return scores, matched
         rows, average = statistics
         covered = np.zeros(size, dtype=np.float64) if min_coverage > 0 else None
-        passing = None
-        if allowed is not None:
-            passing = np.zeros(size, dtype=np.bool_)
-            passing[: min(size, len(allowed))] = allowed[:size]
+        passing = self._padded(allowed)
         mass = 0.0
         for phrase in phrases:
             term = self._term_ids.get(phrase)
@@ -323,6 +320,15 @@ class LexicalIndex:
         if covered is not None:
             matched &= covered >= min_coverage * mass - 1e-12
         return scores, matched
+
+    def _padded(self, allowed: BoolArray | None) -> BoolArray | None:
+        """``allowed`` as long as the per-document arrays (ids past its end: not allowed), for ``_postings``."""
+        if allowed is None:
+            return None
+        size = len(self._length)
+        passing = np.zeros(size, dtype=np.bool_)
+        passing[: min(size, len(allowed))] = allowed[:size]
+        return passing
 
     def _statistics(self, totals: tuple[int, float] | None) -> tuple[float, float] | None:
         """(rows, average length) of ``totals`` or of the index itself; None when nothing is held."""
@@ -383,13 +389,8 @@ class LexicalIndex:
                 weight[term] = weight.get(term, 0.0) + idf
         most = {t: w * self._bound(t, k1, b, average) for t, w in weight.items()}
         order = sorted(most, key=lambda t: (-most[t], t))
-        size = len(self._length)
-        passing = np.zeros(size, dtype=np.bool_)
-        if allowed is not None:
-            passing[: min(size, len(allowed))] = allowed[:size]
-        else:
-            passing[:] = True
-        candidates = np.zeros(size, dtype=np.bool_)
+        passing = self._padded(allowed)
+        candidates = np.zeros(len(self._length), dtype=np.bool_)
         for taken in range(1, len(order)):
             docs, _, _ = self._postings(order[taken - 1], passing)
             candidates[docs] = True
