@@ -353,11 +353,10 @@ class PgCandidates:
     ) -> list[tuple[int, float]]:
         postings = self._synced_postings() if depth > 0 else None
         if postings is not None:
-            terms = text_index.query_terms(words)
             allowed = self._scope_mask()
             if allowed is not None:
-                return postings.rank(terms, self._collection, min_coverage, k1, b, allowed, depth).best(depth)
-            ranking = postings.rank(terms, self._collection, min_coverage, k1, b)
+                return self._ranked_here(postings, allowed, words, depth, min_coverage, k1, b)
+            ranking = postings.rank(text_index.query_terms(words), self._collection, min_coverage, k1, b)
             found = _passing_ranked(self._conn, ranking, self.where, self.params, depth)
             if found is not None:
                 return found
@@ -389,15 +388,28 @@ class PgCandidates:
             return text, self.vectors_scored(vector, depth) if vector is not None else []
         # With the scope's mask the text ranking needs no server: this process ranks (numpy, which lets
         # go of the GIL) while the server walks the vectors, on the two cores instead of one after the other.
-        terms = text_index.query_terms(words)
         ranked = _beside_pool().submit(
-            lambda: postings.rank(terms, self._collection, min_coverage, k1, b, allowed, depth).best(depth)
+            self._ranked_here, postings, allowed, words, depth, min_coverage, k1, b
         )
         try:
             vectors = self.vectors_scored(vector, depth)
         finally:
             text = ranked.result()
         return text, vectors
+
+    def _ranked_here(
+        self,
+        postings: TextPostings,
+        allowed: BoolArray,
+        words: Sequence[str],
+        depth: int,
+        min_coverage: float,
+        k1: float,
+        b: float,
+    ) -> list[tuple[int, float]]:
+        """The ``depth`` best BM25 matches of the scope, ranked in this process with its mask: no server."""
+        terms = text_index.query_terms(words)
+        return postings.rank(terms, self._collection, min_coverage, k1, b, allowed, depth).best(depth)
 
     def vectors(self, query: VectorQuery, depth: int) -> list[int]:
         return [m for m, _ in self.vectors_scored(query, depth)]
