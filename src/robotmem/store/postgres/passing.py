@@ -66,7 +66,7 @@ class PassingMasks:
             if held is not None and head < held.seen:
                 return None  # this snapshot is older than the mask
             if held is None or head > held.seen:
-                passing = self._synced(conn, held, head, where, params)
+                passing = self._synced(conn, held, where, params)
                 if passing is None:
                     self._masks.pop(key, None)
                     return None
@@ -77,8 +77,9 @@ class PassingMasks:
             return held.passing
 
     def _synced(
-        self, conn: psycopg.Connection, held: _Mask | None, head: int, where: str, params: dict[str, Any]
+        self, conn: psycopg.Connection, held: _Mask | None, where: str, params: dict[str, Any]
     ) -> BoolArray | None:
+        """``held`` brought up to this snapshot (the memories changed since checked again), or a fresh load."""
         if held is not None:
             changed = changes.changed_since(conn, held.seen)
             top = max(changed, default=0)
