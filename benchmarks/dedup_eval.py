@@ -84,7 +84,7 @@ def learn_decisions(pairs: list[dict[str, str]], backend: str) -> dict[str, str]
 def consolidation_decisions(pairs: list[dict[str, str]]) -> dict[str, bool]:
     """Return pair id → whether end_session's planner would merge the two lessons."""
     from robotmem.config import Settings
-    from robotmem.consolidation import Candidate, plan_consolidation
+    from robotmem.rules.consolidation import Candidate, plan_consolidation
 
     threshold = Settings().consolidation_jaccard
     decisions = {}
@@ -121,8 +121,8 @@ def scores(pairs: list[dict[str, str]], called: dict[str, bool]) -> dict[str, An
 def decision_cost_us(pairs: list[dict[str, str]], repeat: int = 30) -> tuple[float, float]:
     """Return the median wall and CPU time of ``dedup.same_experience`` per pair in µs, nothing cached
     between repeats (CPU time is the steadier of the two on a loaded machine)."""
-    from robotmem import dedup
-    from robotmem.text import word_set
+    from robotmem.rules import dedup
+    from robotmem.text.tokens import word_set
 
     word_set("机器人")  # the CJK dictionary loads once per process, outside the timing
     # the cached text readers dedup imports (whichever a checkout has: polarity, content_words)

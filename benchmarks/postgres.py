@@ -44,7 +44,7 @@ from benchmarks.scale import (
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
-from robotmem.serialize import session_summary
+from robotmem.formats.serialize import session_summary
 
 BUILD_VERSION = 3
 CLUSTER = CACHE / "pg"
@@ -194,7 +194,7 @@ def build(server: Any, n: int, log: Any = print) -> dict[str, Any]:
 
 def _selective_count(dsn: str) -> int:
     """Rows of the query collection passing ``FILTER_SELECTIVE`` (and recall's defaults)."""
-    from robotmem.filters import parse_filter
+    from robotmem.query.filters import parse_filter
     from robotmem.store.postgres.filters import PgFilter
 
     builder = PgFilter()

@@ -41,14 +41,14 @@ from benchmarks.harness import (
 )
 
 from robotmem import RobotMemory
-from robotmem.classify import build_context, classify
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
-from robotmem.serialize import session_summary
+from robotmem.formats.serialize import session_summary
 from robotmem.store.sqlite import memories as memory_rows
 from robotmem.store.sqlite import sessions as session_rows
 from robotmem.store.sqlite import vectors as vector_rows
-from robotmem.text import content_hash, index_text
+from robotmem.text.classify import build_context, classify
+from robotmem.text.tokens import content_hash, index_text
 
 DIM = 384
 BUILD_VERSION = 1  # bump when the generator changes, so cached databases are rebuilt

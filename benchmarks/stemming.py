@@ -28,10 +28,10 @@ from benchmarks.harness import ROOT, markdown_table
 
 from robotmem.config import Settings
 from robotmem.evaluation import EvalSet, load_eval_set, score_run
-from robotmem.lexical import LexicalIndex
+from robotmem.query.bm25 import LexicalIndex
 from robotmem.service.scoring import bm25_words
 from robotmem.store.sqlite.mirror import Stemmer
-from robotmem.text import index_text
+from robotmem.text.tokens import index_text
 
 SETS = {
     "robot": ROOT / "benchmarks" / "data" / "robot_eval.jsonl",

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import robotmem
 from robotmem import ValidationError
 from robotmem.config import Settings, load_settings
-from robotmem.ranking import (
+from robotmem.query.ranking import (
     add_episode_scores,
     fuse_rrf,
     fuse_scores,
@@ -18,8 +18,8 @@ from robotmem.ranking import (
     shift_along_episodes,
     spread_to_neighbours,
 )
-from robotmem.spatial import coordinates_at, distance, parse_spatial_sort
-from robotmem.vectors import VectorIndex, decode_vector, encode_vector
+from robotmem.query.spatial import coordinates_at, distance, parse_spatial_sort
+from robotmem.query.vectors import VectorIndex, decode_vector, encode_vector
 
 
 def test_rrf_follows_the_formula_with_zero_based_ranks() -> None:

@@ -14,8 +14,8 @@ import pytest
 from robotmem.adapters.cli import build_parser
 from robotmem.adapters.mcp import OPERATIONS
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
-from robotmem.spatial import parse_spatial_sort
+from robotmem.query.filters import parse_filter
+from robotmem.query.spatial import parse_spatial_sort
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "robotmem"

@@ -17,7 +17,7 @@ from robotmem.errors import (
     RobotMemError,
     ValidationError,
 )
-from robotmem.results import (
+from robotmem.formats.results import (
     EndSessionResult,
     ForgetResult,
     LearnResult,

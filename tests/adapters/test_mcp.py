@@ -18,8 +18,9 @@ import pytest
 
 import robotmem
 from embedders.servers import FakeServer, serve
-from robotmem import RobotMemory, results
+from robotmem import RobotMemory
 from robotmem.config import Settings
+from robotmem.formats import results
 
 if TYPE_CHECKING:
     from mcp import ClientSession

@@ -26,7 +26,7 @@ from tests.strategies import (
 from robotmem import RobotMemError, RobotMemory
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
-from robotmem.text import fts_query
+from robotmem.text.tokens import fts_query
 
 HYPOTHESIS = settings(
     max_examples=examples(60),

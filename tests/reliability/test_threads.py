@@ -12,7 +12,7 @@ from tests.conftest import write_lock_held
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.vectors import VectorIndex
+from robotmem.query.vectors import VectorIndex
 
 
 def test_recall_does_not_wait_for_a_write_stuck_on_the_lock(

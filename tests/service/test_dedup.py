@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from tests.lessons import OPPOSITES, VARIANTS
 from tests.strategies import examples
 
-from robotmem import RobotMemory, filler
+from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.dedup import SCREEN_LIMIT, find_jaccard_duplicate, same_experience, same_experience_as
-from robotmem.text import jaccard, word_set
+from robotmem.rules.dedup import SCREEN_LIMIT, find_jaccard_duplicate, same_experience, same_experience_as
+from robotmem.text import filler
+from robotmem.text.tokens import jaccard, word_set
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
+from robotmem.query.filters import parse_filter
 from robotmem.service.recall import RecallPlan, Tuning, run_on
 from robotmem.service.scoring import bm25_words, step_direction, value_weights
 from robotmem.store.protocol import NamedValues, VectorQuery

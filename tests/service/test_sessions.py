@@ -6,8 +6,8 @@ import pytest
 from tests.lessons import OPPOSITES
 
 from robotmem import RobotMemory
-from robotmem.classify import classify_category
-from robotmem.consolidation import PROTECTED_CATEGORIES
+from robotmem.rules.consolidation import PROTECTED_CATEGORIES
+from robotmem.text.classify import classify_category
 
 # Pairs consolidation could merge at all: one category, not a protected one.
 MERGEABLE = [

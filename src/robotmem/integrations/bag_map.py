@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.errors import ValidationError
-from robotmem.validation import check_context_keys, context_key_problem
+from robotmem.formats.validation import check_context_keys, context_key_problem
 
 if sys.version_info >= (3, 11):
     import tomllib

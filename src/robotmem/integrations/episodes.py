@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from robotmem.validation import filterable_key
+from robotmem.formats.validation import filterable_key
 
 MAX_INSIGHT_CHARS = 300
 

@@ -35,6 +35,7 @@ from typing import Any, Literal, SupportsFloat
 import gymnasium as gym
 
 from robotmem.errors import RobotMemError
+from robotmem.formats.validation import check_context_keys, filterable_key
 from robotmem.integrations.episodes import (
     EpisodeRecord,
     EpisodeTrace,
@@ -48,7 +49,6 @@ from robotmem.integrations.episodes import (
     to_json_value,
     trajectory_payload,
 )
-from robotmem.validation import check_context_keys, filterable_key
 
 __all__ = [
     "RECALL_INFO_KEY",

@@ -17,9 +17,9 @@ from functools import partial
 from typing import Any
 
 from robotmem.errors import EmbeddingError, ValidationError
-from robotmem.results import BackfillResult, EmbeddingStatus, ReindexResult
-from robotmem.serialize import backfill_result, embedder_status, reindex_result
-from robotmem.serialize import embedding_status as status_result
+from robotmem.formats.results import BackfillResult, EmbeddingStatus, ReindexResult
+from robotmem.formats.serialize import backfill_result, embedder_status, reindex_result
+from robotmem.formats.serialize import embedding_status as status_result
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import EmbeddedText, StoreTx
 

@@ -12,8 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from robotmem.errors import NotFoundError, ValidationError
-from robotmem.records import MemoryQuery
-from robotmem.results import (
+from robotmem.formats.results import (
     CategoriesResult,
     CollectionsResult,
     FailuresResult,
@@ -23,7 +22,7 @@ from robotmem.results import (
     SpatialPointsResult,
     Stats,
 )
-from robotmem.serialize import (
+from robotmem.formats.serialize import (
     categories_result,
     collections_result,
     failures_result,
@@ -33,9 +32,10 @@ from robotmem.serialize import (
     spatial_points_result,
     stats_result,
 )
+from robotmem.formats.validation import PerceptionType, parse_name, validate_input
+from robotmem.records import MemoryQuery
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import StoreTx
-from robotmem.validation import PerceptionType, parse_name, validate_input
 
 MAX_PAGE = 500
 

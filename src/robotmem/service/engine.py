@@ -17,9 +17,9 @@ from robotmem.config import Settings
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.embedders.rerank import HttpReranker
 from robotmem.errors import EmbeddingError
+from robotmem.formats.validation import parse_name
 from robotmem.records import NewMemory
 from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
-from robotmem.validation import parse_name
 
 log = logging.getLogger("robotmem")
 T = TypeVar("T")

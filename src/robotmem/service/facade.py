@@ -2,7 +2,7 @@
 
 Each method is a one-line delegation to a feature module (``robotmem.service.*``) with the method's
 engine; this class is the table of contents of the API. Every method returns the JSON-ready shape of
-``robotmem.results`` and raises ``RobotMemError`` subclasses.
+``robotmem.formats.results`` and raises ``RobotMemError`` subclasses.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from robotmem.config import Settings, load_settings
 from robotmem.embedders import Embedder
-from robotmem.results import (
+from robotmem.formats.results import (
     BackfillResult,
     BackupResult,
     CategoriesResult,
@@ -43,6 +43,7 @@ from robotmem.results import (
     SyncResult,
     UpdateResult,
 )
+from robotmem.formats.validation import parse_name
 from robotmem.service import (
     backfill,
     browse,
@@ -58,7 +59,6 @@ from robotmem.service.backfill import DEFAULT_BATCH_SIZE, BackgroundBackfill, Pr
 from robotmem.service.engine import Engine, iso, utc_now
 from robotmem.service.transfer import IMPORT_BATCH_SIZE
 from robotmem.store import is_server_address, open_store
-from robotmem.validation import parse_name
 
 
 class RobotMemory:
@@ -386,7 +386,7 @@ class RobotMemory:
         ``fleet`` is a SQLite file path (created when missing) or a server DSN when that engine is
         installed; ``direction`` is ``both``, ``push`` or ``pull``; ``full`` compares everything instead of
         only what changed since the last sync (after restoring either store). Memories match by uid, sessions by id;
-        a version replaces another only by the rule of ``robotmem.merge`` (forget and consolidation win
+        a version replaces another only by the rule of ``robotmem.rules.versions`` (forget and consolidation win
         over edits, else the later ``updated_at``), so running it again writes nothing. Returns
         ``{"status": "synced", "fleet", "robot_id", "fleet_store_id", "direction", "pushed", "pulled",
         "without_vector"}`` with ``{"memories"|"sessions": {"created", "updated", "unchanged", "kept", "refused"}}``

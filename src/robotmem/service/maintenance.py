@@ -7,9 +7,15 @@ import time
 from pathlib import PurePath
 from urllib.parse import urlsplit
 
+from robotmem.formats.results import BackupResult, DoctorReport, IntegrityResult, RepairResult
+from robotmem.formats.serialize import (
+    backup_result,
+    doctor_report,
+    embedder_status,
+    integrity_result,
+    repair_result,
+)
 from robotmem.records import IntegrityReport
-from robotmem.results import BackupResult, DoctorReport, IntegrityResult, RepairResult
-from robotmem.serialize import backup_result, doctor_report, embedder_status, integrity_result, repair_result
 from robotmem.service.engine import Engine
 from robotmem.service.files import output_path
 from robotmem.store import is_server_address

@@ -10,18 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from robotmem.classify import Classification, build_context, classify
-from robotmem.dedup import (
-    SCREEN_LIMIT,
-    Duplicate,
-    cosine_threshold,
-    find_cosine_duplicate,
-    find_jaccard_duplicate,
-    same_experience_as,
-)
-from robotmem.records import Memory, NewMemory
-from robotmem.results import AutoInferred, ForgetResult, LearnResult, MemoryDetail, UpdateResult
-from robotmem.serialize import (
+from robotmem.formats.results import AutoInferred, ForgetResult, LearnResult, MemoryDetail, UpdateResult
+from robotmem.formats.serialize import (
     auto_inferred,
     created_result,
     duplicate_result,
@@ -29,10 +19,7 @@ from robotmem.serialize import (
     memory_detail,
     updated_result,
 )
-from robotmem.service.engine import Engine, iso
-from robotmem.store.protocol import FloatArray, StoreTx, VectorQuery
-from robotmem.text import content_hash, index_text
-from robotmem.validation import (
+from robotmem.formats.validation import (
     ForgetInput,
     LearnInput,
     UpdateInput,
@@ -41,6 +28,19 @@ from robotmem.validation import (
     parse_text,
     validate_input,
 )
+from robotmem.records import Memory, NewMemory
+from robotmem.rules.dedup import (
+    SCREEN_LIMIT,
+    Duplicate,
+    cosine_threshold,
+    find_cosine_duplicate,
+    find_jaccard_duplicate,
+    same_experience_as,
+)
+from robotmem.service.engine import Engine, iso
+from robotmem.store.protocol import FloatArray, StoreTx, VectorQuery
+from robotmem.text.classify import Classification, build_context, classify
+from robotmem.text.tokens import content_hash, index_text
 
 # Candidates the Jaccard check reads, and the vectors the cosine check compares.
 JACCARD_CANDIDATES = 20
@@ -171,7 +171,7 @@ def forget(engine: Engine, memory_id: int, reason: str) -> ForgetResult:
 def later_than(now: str, previous: str) -> str:
     """Return ``now``, or one microsecond after ``previous`` when the clock is not past it.
 
-    Sync keeps the later ``updated_at`` (``robotmem.merge``): an edit must be later than the version it
+    Sync keeps the later ``updated_at`` (``robotmem.rules.versions``): an edit must be later than the version it
     edits even on a robot whose clock runs behind the one that wrote that version.
     """
     if now > previous:

@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from robotmem.classify import classify_perception
 from robotmem.errors import EmbeddingError, ValidationError
+from robotmem.formats.results import PerceptionResult
+from robotmem.formats.serialize import perception_results
+from robotmem.formats.validation import SavePerceptionInput, parse_payload, parse_text, validate_input
 from robotmem.records import NewMemory
-from robotmem.results import PerceptionResult
-from robotmem.serialize import perception_results
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import FloatArray, StoreTx
-from robotmem.text import index_text
-from robotmem.validation import SavePerceptionInput, parse_payload, parse_text, validate_input
+from robotmem.text.classify import classify_perception
+from robotmem.text.tokens import index_text
 
 log = logging.getLogger("robotmem")
 FIELDS = ("description", "perception_type", "data", "metadata", "collection", "session_id")

@@ -21,17 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from robotmem.errors import ValidationError
-from robotmem.filters import All, Condition, Node, Scalar, parse_filter
+from robotmem.formats.results import RecallHit, RecallResult
+from robotmem.formats.serialize import hit_to_dict, recall_result
+from robotmem.formats.validation import RecallInput, parse_name, parse_robots, parse_text, validate_input
+from robotmem.query.filters import All, Condition, Node, Scalar, parse_filter
+from robotmem.query.spatial import SpatialSort, parse_spatial_sort
 from robotmem.records import Hit, Memory
-from robotmem.results import RecallHit, RecallResult
-from robotmem.serialize import hit_to_dict, recall_result
 from robotmem.service import rerank as reranking
 from robotmem.service.engine import Engine
 from robotmem.service.scoring import Scoring, bm25_words, score_candidates
-from robotmem.spatial import SpatialSort, parse_spatial_sort
 from robotmem.store.protocol import CandidateSource, RecallScope, StoreTx, VectorQuery
-from robotmem.text import or_match, query_tokens
-from robotmem.validation import RecallInput, parse_name, parse_robots, parse_text, validate_input
+from robotmem.text.tokens import or_match, query_tokens
 
 MAX_QUERY_CHARS = 4000
 

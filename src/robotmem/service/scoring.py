@@ -23,8 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from robotmem.naming import value_candidates
-from robotmem.ranking import (
+from robotmem.query.ranking import (
     add_episode_scores,
     fuse_rrf,
     fuse_scores,
@@ -32,7 +31,8 @@ from robotmem.ranking import (
     spread_to_neighbours,
 )
 from robotmem.store.protocol import CandidateSource, NamedValues
-from robotmem.text import STOPWORDS, query_tokens
+from robotmem.text.naming import value_candidates
+from robotmem.text.tokens import STOPWORDS, query_tokens
 
 # A standard English list of function words (beyond ``text.STOPWORDS``, which is applied to every
 # query) and common Chinese question words, dropped from the BM25 query when query_stopwords = extended.

@@ -5,19 +5,19 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from robotmem.consolidation import NON_DECAYING_CATEGORIES, ConsolidationPlan, plan_consolidation
-from robotmem.results import EndSessionResult, SessionRecord, SessionSummary, StartSessionResult
-from robotmem.serialize import ended_session, session_summary, session_to_dict, started_session
-from robotmem.service import recall
-from robotmem.service.engine import Engine
-from robotmem.store.protocol import StoreTx
-from robotmem.validation import (
+from robotmem.formats.results import EndSessionResult, SessionRecord, SessionSummary, StartSessionResult
+from robotmem.formats.serialize import ended_session, session_summary, session_to_dict, started_session
+from robotmem.formats.validation import (
     EndSessionInput,
     StartSessionInput,
     parse_json_object,
     parse_name,
     validate_input,
 )
+from robotmem.rules.consolidation import NON_DECAYING_CATEGORIES, ConsolidationPlan, plan_consolidation
+from robotmem.service import recall
+from robotmem.service.engine import Engine
+from robotmem.store.protocol import StoreTx
 
 # Texts of the ended session that make the query for related memories of other sessions.
 RELATED_QUERY_TEXTS = 20

@@ -4,7 +4,7 @@ A robot works on its own store offline; when connected, ``sync`` pushes what cha
 last sync with that fleet store and pulls what changed there. Each side's changes are read in the
 order of its change sequence (``robotmem.store.protocol.SyncRows``) from the cursor this store keeps
 for the peer, so a sync reads only what is new. Memories are matched by ``uid`` and sessions by id:
-nothing is duplicated, and a version is written only when it wins the rule of ``robotmem.merge``
+nothing is duplicated, and a version is written only when it wins the rule of ``robotmem.rules.versions``
 (forget and consolidation win over edits; otherwise the later ``updated_at``; then a digest), so
 running sync again writes nothing. Every batch is one transaction on the receiving store, which
 reads the versions it holds inside that transaction: robots syncing with one fleet at once never
@@ -25,15 +25,15 @@ import numpy as np
 
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
-from robotmem.export_format import MemoryLine, parse_memory
-from robotmem.merge import LOCAL_MEMORY_FIELDS, incoming_wins, memory_rank, session_rank
-from robotmem.results import SyncResult
-from robotmem.serialize import synced_result
+from robotmem.formats.export import MemoryLine, parse_memory
+from robotmem.formats.results import SyncResult
+from robotmem.formats.serialize import synced_result
+from robotmem.formats.validation import parse_text
+from robotmem.rules.versions import LOCAL_MEMORY_FIELDS, incoming_wins, memory_rank, session_rank
 from robotmem.service.engine import Engine
 from robotmem.store import is_server_address, open_store
 from robotmem.store.protocol import Store, StoreTx, SyncCursor
-from robotmem.text import index_text
-from robotmem.validation import parse_text
+from robotmem.text.tokens import index_text
 
 log = logging.getLogger("robotmem")
 JsonDict = dict[str, Any]

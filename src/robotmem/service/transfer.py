@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from robotmem.errors import EmbeddingError, ValidationError
-from robotmem.export_format import (
+from robotmem.formats.export import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     MemoryLine,
@@ -34,14 +34,14 @@ from robotmem.export_format import (
     read_lines,
     read_records,
 )
-from robotmem.results import ExportResult, ImportResult
-from robotmem.serialize import exported_result, imported_result
+from robotmem.formats.results import ExportResult, ImportResult
+from robotmem.formats.serialize import exported_result, imported_result
+from robotmem.formats.validation import parse_name
 from robotmem.service.backfill import Progress
 from robotmem.service.engine import Engine
 from robotmem.service.files import output_path
 from robotmem.store.protocol import EmbeddedText, StoreTx
-from robotmem.text import index_text
-from robotmem.validation import parse_name
+from robotmem.text.tokens import index_text
 
 log = logging.getLogger("robotmem")
 JsonDict = dict[str, Any]

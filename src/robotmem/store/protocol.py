@@ -23,8 +23,8 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from robotmem.consolidation import Candidate
-from robotmem.filters import Node
+from robotmem.query.filters import Node
+from robotmem.query.spatial import SpatialSort
 from robotmem.records import (
     IndexHealth,
     IntegrityReport,
@@ -35,7 +35,7 @@ from robotmem.records import (
     SessionCounts,
     SessionRow,
 )
-from robotmem.spatial import SpatialSort
+from robotmem.rules.consolidation import Candidate
 
 T = TypeVar("T")
 FloatArray = npt.NDArray[np.float32]

@@ -1,6 +1,6 @@
 """Generated filters pass exactly the same memories on SQLite and on PostgreSQL.
 
-SQLite's comparison rules are the reference (``robotmem.filters``); ``store.postgres.filters`` compiles
+SQLite's comparison rules are the reference (``robotmem.query.filters``); ``store.postgres.filters`` compiles
 the same tree for the server. Hypothesis writes the same memories into one store of each engine (record
 fields and contexts with ints up to nanosecond stamps and beyond 64 bits, floats, non-ASCII text,
 booleans, nulls, arrays and ``{"value", "unit"}`` parameters) and asks both candidate sources which of
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from robotmem.errors import ValidationError
-from robotmem.filters import SQLITE_MAX_INT, parse_filter
+from robotmem.query.filters import SQLITE_MAX_INT, parse_filter
 from robotmem.records import NewMemory
 from robotmem.store.postgres.filters import sqlite_real_text
 from robotmem.store.postgres.store import PostgresStore

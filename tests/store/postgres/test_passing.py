@@ -15,7 +15,7 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter, reads_volatile
+from robotmem.query.filters import parse_filter, reads_volatile
 from robotmem.store.postgres.candidates import PgCandidates, predicate
 from robotmem.store.postgres.passing import PassingMasks
 from robotmem.store.postgres.store import PostgresStore

@@ -12,8 +12,8 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
-from robotmem.spatial import SpatialSort
+from robotmem.query.filters import parse_filter
+from robotmem.query.spatial import SpatialSort
 from robotmem.store.postgres import candidates as pg_candidates
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.postgres.points import SpatialPoints

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
+from robotmem.query.filters import parse_filter
 from robotmem.service.scoring import bm25_words
 from robotmem.store.postgres import candidates as pg_candidates
 from robotmem.store.postgres.candidates import PgCandidates

@@ -16,7 +16,7 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
+from robotmem.query.filters import parse_filter
 from robotmem.service.scoring import bm25_words
 from robotmem.store.protocol import RecallScope
 

@@ -11,7 +11,7 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
+from robotmem.query.filters import parse_filter
 from robotmem.store.postgres import vectors as pg_vectors
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.protocol import RecallScope, VectorQuery

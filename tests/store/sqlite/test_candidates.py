@@ -10,14 +10,14 @@ import pytest
 from tests.store.sqlite.conftest import query_vector, vector_index
 
 from robotmem import RobotMemory
-from robotmem.filters import parse_filter
-from robotmem.spatial import parse_spatial_sort
+from robotmem.query.filters import parse_filter
+from robotmem.query.spatial import parse_spatial_sort
 from robotmem.store.protocol import RecallScope
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror
-from robotmem.text import fts_query, query_tokens
+from robotmem.text.tokens import fts_query, query_tokens
 
 QUERIES = ["grip force for the mug", "slipped on a wet surface", "打滑", "tennis ball grasp", "tries 3"]
 FILTERS: list[dict[str, Any] | None] = [

@@ -14,8 +14,8 @@ from tests.strategies import json_objects
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.naming import context_values
 from robotmem.store.sqlite import migrations
+from robotmem.text.naming import context_values
 
 KEYS = st.sampled_from(
     ["robot", "id", "env", "sim_or_real", "source", "params", "spatial", "a.b", 'q"k', "物体"]

@@ -14,7 +14,7 @@ from robotmem.config import Settings
 from robotmem.store.sqlite import fts
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror
-from robotmem.text import query_tokens
+from robotmem.text.tokens import query_tokens
 
 
 @pytest.fixture

@@ -15,16 +15,16 @@ from tests.strategies import examples
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import parse_filter
-from robotmem.lexical import LexicalIndex
+from robotmem.query.bm25 import LexicalIndex
+from robotmem.query.filters import parse_filter
+from robotmem.query.spatial import parse_spatial_sort
 from robotmem.service.recall import RecallOutcome, RecallPlan, Tuning, run_on
-from robotmem.spatial import parse_spatial_sort
 from robotmem.store.protocol import VectorQuery
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror, Stemmer
 from robotmem.store.sqlite.store import SqliteStore, SqliteTx
-from robotmem.text import fts_query, query_tokens
+from robotmem.text.tokens import fts_query, query_tokens
 
 
 def _run(

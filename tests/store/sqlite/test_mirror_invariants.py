@@ -13,7 +13,7 @@ import pytest
 import robotmem.store
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.filters import RECORD_FIELDS, VOLATILE_FIELDS
+from robotmem.query.filters import RECORD_FIELDS, VOLATILE_FIELDS
 from robotmem.store.sqlite import migrations, mirror
 from robotmem.store.sqlite.connection import open_database
 

@@ -8,8 +8,9 @@ import os
 import sys
 from typing import Any
 
-from robotmem import RobotMemory, strict_json
+from robotmem import RobotMemory
 from robotmem.config import load_settings
+from robotmem.formats import strict_json
 
 EMBED_BACKENDS = ["auto", "bundled", "onnx", "ollama", "openai", "hash", "none"]
 

@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from robotmem import RobotMemory, strict_json
+from robotmem import RobotMemory
 from robotmem.config import Settings, load_settings
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.errors import ValidationError
 from robotmem.evaluation import EvalSet, load_eval_set, score_run
+from robotmem.formats import strict_json
 
 MODES = ("hybrid", "bm25", "vector")
 DEFAULT_KS = (1, 5, 10)

@@ -1,7 +1,7 @@
 """The MCP server: the seven operations as tools over stdio, all calling one ``RobotMemory``.
 
 Only this package imports the ``mcp`` SDK (2.x); ``stdio`` is its transport. The tools are thin: arguments are checked against the
-service's input models (``robotmem.validation``), the ``RobotMemory`` method runs on a worker thread so
+service's input models (``robotmem.formats.validation``), the ``RobotMemory`` method runs on a worker thread so
 SQLite and embedding never stall the protocol, and its SPEC §2 dict comes back unchanged as the structured
 result (and as JSON text for clients that read only text). A ``RobotMemError`` becomes an MCP tool error
 carrying the service's message; the server keeps serving.
@@ -26,9 +26,10 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from robotmem import RobotMemError, RobotMemory, __version__, strict_json
+from robotmem import RobotMemError, RobotMemory, __version__
 from robotmem.adapters.mcp.stdio import claim_stdio, run_stdio
-from robotmem.results import (
+from robotmem.formats import strict_json
+from robotmem.formats.results import (
     EndSessionResult,
     ForgetResult,
     LearnResult,
@@ -37,7 +38,7 @@ from robotmem.results import (
     StartSessionResult,
     UpdateResult,
 )
-from robotmem.validation import (
+from robotmem.formats.validation import (
     EndSessionInput,
     ForgetInput,
     LearnInput,
@@ -249,7 +250,7 @@ class RobotMemServer(MCPServer):
 
     The SDK's generic argument handling parses JSON-looking strings, drops unknown parameters silently
     and words its errors for Python programmers. Here the arguments are checked with the service's input
-    models (``robotmem.validation``) and passed on unchanged, so errors read as on every other surface:
+    models (``robotmem.formats.validation``) and passed on unchanged, so errors read as on every other surface:
     ``n: Input should be less than or equal to 100 (got 500)``, ``insigth: unknown parameter; ...``.
     """
 

@@ -31,7 +31,7 @@ import mcp_types as types
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from robotmem import strict_json
+from robotmem.formats import strict_json
 
 log = logging.getLogger("robotmem.mcp")
 MAX_LINE_BYTES = 64 * 1024 * 1024  # above the largest valid call (4 MiB data + 64 KiB metadata, escaped)

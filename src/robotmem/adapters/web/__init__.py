@@ -8,7 +8,7 @@ accesses, so it is refused cross-site as well. With a token configured (``web_to
 it in ``X-Robotmem-Token`` or ``Authorization: Bearer``. The ``Host`` header must name this server
 (``remote.host_allowed``); JSON bodies nested deeper than 64 levels are refused before parsing; every
 error goes through ``remote.remote_error`` (no filesystem paths; 503 only for busy/locked storage).
-Responses are strict JSON (``robotmem.strict_json``).
+Responses are strict JSON (``robotmem.formats.strict_json``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from flask_openapi3.models.info import Info
 from flask_openapi3.openapi import OpenAPI
 from werkzeug.exceptions import HTTPException
 
-from robotmem import RobotMemory, ValidationError, strict_json
+from robotmem import RobotMemory, ValidationError
 from robotmem.adapters.web.api import ErrorResponse, api_bp
 from robotmem.adapters.web.remote import (
     MAX_BODY_DEPTH,
@@ -41,6 +41,7 @@ from robotmem.adapters.web.remote import (
     remote_error,
 )
 from robotmem.config import load_settings, web_allowed_hosts
+from robotmem.formats import strict_json
 
 __all__ = ["TOKEN_HEADER", "create_app", "serve"]
 

@@ -1,6 +1,6 @@
 """The REST API: blueprint ``api_bp`` under ``/api``.
 
-Every view validates its input with the Pydantic models of ``robotmem.validation`` and
+Every view validates its input with the Pydantic models of ``robotmem.formats.validation`` and
 ``robotmem.browse`` (which also generate ``/api/openapi.json``), calls one ``RobotMemory`` method,
 and returns its result unchanged. Errors travel up to the single handler in ``robotmem.adapters.web``.
 """
@@ -18,15 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from robotmem import RobotMemory
 from robotmem.adapters.web.remote import local_paths, without_paths
-from robotmem.service.browse import (
-    CollectionInput,
-    ListMemoriesInput,
-    ListSessionsInput,
-    RecentFailuresInput,
-    SpatialPointsInput,
-)
-from robotmem.service.maintenance import database_name
-from robotmem.validation import (
+from robotmem.formats.validation import (
     EndSessionInput,
     ForgetInput,
     LearnInput,
@@ -35,6 +27,14 @@ from robotmem.validation import (
     StartSessionInput,
     UpdateInput,
 )
+from robotmem.service.browse import (
+    CollectionInput,
+    ListMemoriesInput,
+    ListSessionsInput,
+    RecentFailuresInput,
+    SpatialPointsInput,
+)
+from robotmem.service.maintenance import database_name
 
 MAX_SQLITE_INTEGER = 2**63 - 1
 

@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from robotmem import DatabaseError, RobotMemError, RobotMemory, strict_json
+from robotmem import DatabaseError, RobotMemError, RobotMemory
+from robotmem.formats import strict_json
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_ADDRESS = ("0.0.0.0", "::", "")

@@ -13,15 +13,15 @@ from typing import Any
 
 import psycopg
 
-from robotmem.naming import context_values
+from robotmem.formats.validation import is_stored_timestamp, read_timestamp
 from robotmem.records import IndexHealth, IntegrityReport, Memory, MemoryQuery, SessionRow
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.memories import Memories, row_to_session
 from robotmem.store.postgres.schema import SCHEMA_VERSION
 from robotmem.store.postgres.vectors import stored_model
 from robotmem.store.protocol import CollectionRow
-from robotmem.text import index_text
-from robotmem.validation import is_stored_timestamp, read_timestamp
+from robotmem.text.naming import context_values
+from robotmem.text.tokens import index_text
 
 _SUCCESS = "(m.context -> 'task' -> 'success')"
 _FAILED = f"({_SUCCESS} = 'false'::jsonb)"

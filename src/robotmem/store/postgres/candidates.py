@@ -28,9 +28,9 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
-from robotmem import lexical
-from robotmem.filters import reads_volatile
-from robotmem.spatial import SpatialSort, coordinates_at, distance
+from robotmem.query.bm25 import K1, B
+from robotmem.query.filters import reads_volatile
+from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
@@ -38,7 +38,7 @@ from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
 from robotmem.store.protocol import EVERY, NamedValues, RecallScope, VectorQuery
-from robotmem.text import query_tokens, word_set
+from robotmem.text.tokens import query_tokens, word_set
 
 
 def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
@@ -74,8 +74,8 @@ def bm25(
     depth: int,
     *,
     collection: str,
-    k1: float = lexical.K1,
-    b: float = lexical.B,
+    k1: float = K1,
+    b: float = B,
     min_coverage: float = 0.0,
     required: Sequence[str] = (),
 ) -> list[tuple[int, float]]:
@@ -342,7 +342,7 @@ class PgCandidates:
             if postings is not None:
                 # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
                 terms = text_index.query_terms(words)
-                matched = postings.rank(terms, self._collection, min_coverage, lexical.K1, lexical.B).ids
+                matched = postings.rank(terms, self._collection, min_coverage, K1, B).ids
             else:
                 matched = np.asarray(self.text(words, EVERY, min_coverage), dtype=np.int64)
             self._matches[key] = matched

@@ -1,6 +1,6 @@
 """Filters compiled to PostgreSQL with SQLite's comparison rules, so a filter passes the same rows on both engines.
 
-``robotmem.filters`` compiles a filter tree for SQLite, whose rules decide what a comparison means:
+``robotmem.query.filters`` compiles a filter tree for SQLite, whose rules decide what a comparison means:
 ``json_extract`` gives a context value as NULL (missing or JSON null), an INTEGER (an integer literal
 within 64 bits; true/false as 1/0), a REAL (any other number, so a literal past 64 bits too) or text
 (a string, or an array/object as its minified JSON); any number sorts before any text; text compares
@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from robotmem.errors import ValidationError
-from robotmem.filters import RECORD_FIELDS, All, Any_, Condition, Node, Not
+from robotmem.query.filters import RECORD_FIELDS, All, Any_, Condition, Node, Not
 
 # Record fields whose column SQLite stores as INTEGER or REAL (numeric affinity).
 INTEGER_FIELDS = frozenset({"id", "access_count"})

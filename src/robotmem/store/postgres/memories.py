@@ -16,15 +16,15 @@ from typing import Any
 
 import psycopg
 
-from robotmem import strict_json
-from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
-from robotmem.naming import context_values
+from robotmem.formats import strict_json
+from robotmem.formats.validation import read_timestamp
 from robotmem.records import Memory, NewMemory, Session, SessionCounts
+from robotmem.rules.consolidation import Candidate, decayed_confidence
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.vectors import as_vector
 from robotmem.store.protocol import FloatArray
-from robotmem.validation import read_timestamp
+from robotmem.text.naming import context_values
 
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
-from robotmem.spatial import MAX_DIMENSIONS, coordinates_at, distances
+from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.postgres import changes
 from robotmem.store.postgres.filters import PgFilter
 

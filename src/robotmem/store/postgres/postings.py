@@ -2,7 +2,7 @@
 
 GIN finds the memories that hold a term but keeps no term frequencies, so the server must score every
 memory holding a query word before it can rank: a query of common words took 0.9 s at 1M memories.
-``TextPostings`` holds the same terms (``memory_terms.term_list``) in ``robotmem.lexical.LexicalIndex``
+``TextPostings`` holds the same terms (``memory_terms.term_list``) in ``robotmem.query.bm25.LexicalIndex``
 and scores them with FTS5's formula and the server's own statistics (``fts_totals``, ``fts_terms``'
 counts are the postings' lengths), so the scores are the SQL ranking's; the server then only checks the
 filters on the best-ranked memories (``candidates.PgCandidates.text_scored``).
@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
-from robotmem.lexical import LexicalIndex
+from robotmem.query.bm25 import LexicalIndex
 from robotmem.store.postgres import changes
 
 _BATCH = 20_000

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import psycopg
 
 from robotmem.errors import DatabaseError
-from robotmem.taxonomy import tag_rows
+from robotmem.text.taxonomy import tag_rows
 
 _V1 = """
 CREATE EXTENSION IF NOT EXISTS vector;

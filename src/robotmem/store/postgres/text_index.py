@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from robotmem.store.sqlite.mirror import shared_stemmer
-from robotmem.text import number_terms
+from robotmem.text.tokens import number_terms
 
 _MIN_IDF = 1e-6
 _MAX_POSITION = 16383  # tsvector positions stop there

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from robotmem import lexical
-from robotmem.filters import to_sql
-from robotmem.spatial import SpatialSort, coordinates_at, distance
+from robotmem.query import bm25
+from robotmem.query.filters import to_sql
+from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.protocol import EVERY, NamedValues, RecallScope, VectorQuery
 from robotmem.store.sqlite import search, values
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
-from robotmem.text import or_match
+from robotmem.text.tokens import or_match
 
 
 def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
@@ -112,7 +112,7 @@ class SqlCandidates:
         match = or_match(words)
         if match is None:
             return []
-        if (k1, b) != (lexical.K1, lexical.B) or min_coverage > 0:
+        if (k1, b) != (bm25.K1, bm25.B) or min_coverage > 0:
             # FTS5's bm25() has its constants built in and knows no coverage: score its matches here.
             scored = search.bm25_matches(self._conn, words, self.where, self.params, k1, b, min_coverage)
             if scored is not None:

@@ -19,8 +19,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from robotmem import strict_json
 from robotmem.errors import ValidationError
+from robotmem.formats import strict_json
 
 MEMORY_COLUMNS: dict[str, str] = {
     "id": "integer",

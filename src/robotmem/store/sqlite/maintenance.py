@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from robotmem.formats.validation import read_timestamp
 from robotmem.records import IntegrityReport
 from robotmem.store.sqlite import columns, fts, values, vectors
-from robotmem.text import index_text
-from robotmem.validation import read_timestamp
+from robotmem.text.tokens import index_text
 
 _BAD_MEMORY_TIME = (
     "(NOT robotmem_is_time(m.created_at) OR NOT robotmem_is_time(m.updated_at) "

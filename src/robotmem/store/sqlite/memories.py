@@ -9,12 +9,12 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from robotmem import strict_json
-from robotmem.consolidation import Candidate, decayed_confidence
 from robotmem.errors import ConflictError, NotFoundError
+from robotmem.formats import strict_json
+from robotmem.formats.validation import is_stored_timestamp, read_timestamp
 from robotmem.records import Memory, NewMemory
+from robotmem.rules.consolidation import Candidate, decayed_confidence
 from robotmem.store.sqlite import columns, fts
-from robotmem.validation import is_stored_timestamp, read_timestamp
 
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "

@@ -14,7 +14,7 @@ from pathlib import Path
 from robotmem.errors import DatabaseError
 from robotmem.store.sqlite import values
 from robotmem.store.sqlite.connection import describe_error, write
-from robotmem.taxonomy import tag_rows
+from robotmem.text.taxonomy import tag_rows
 
 # FTS5 sees the tokens text.index_text() produced; '_' and '.' stay inside words so grip_force and
 # 12.5 are single terms, and porter folds English inflections (grasping → grasp).

@@ -9,7 +9,7 @@ candidate) and for BM25 over every row sharing a query word. Both grow with the 
 * the pass/fail mask of every filter condition used recently, computed once by the same SQL the
   filter compiles to (so the semantics are SQLite's, not a re-implementation) and then only
   re-evaluated for memories that change;
-* the BM25 postings of the FTS index (``robotmem.lexical``), with the terms FTS5 itself produced.
+* the BM25 postings of the FTS index (``robotmem.query.bm25``), with the terms FTS5 itself produced.
 
 Every write to ``memories`` or ``memory_tags`` records the memory in ``memory_changes`` (triggers of
 schema version 3), so a sync reads only what changed since the last one — from this process or any
@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from robotmem.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not, SqlBuilder, to_sql
-from robotmem.lexical import FloatArray, LexicalIndex
-from robotmem.spatial import MAX_DIMENSIONS, coordinates_at, distances
+from robotmem.query.bm25 import FloatArray, LexicalIndex
+from robotmem.query.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not, SqlBuilder, to_sql
+from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.migrations import FTS_TOKENIZER
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from robotmem.query.vectors import FloatArray, encode_vector
 from robotmem.store.sqlite import vectors
-from robotmem.vectors import FloatArray, encode_vector
 
 _REINDEX_MODEL_KEY = "reindex_model_id"
 _REINDEX_DIM_KEY = "reindex_dim"

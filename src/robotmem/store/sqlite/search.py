@@ -1,6 +1,6 @@
 """Search queries: BM25 over FTS5 and id selection under a compiled filter predicate.
 
-``predicate`` is a boolean SQL expression over ``memories m`` built by ``robotmem.filters`` and the
+``predicate`` is a boolean SQL expression over ``memories m`` built by ``robotmem.query.filters`` and the
 recall planner; ``params`` are its named parameters.
 """
 
@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from robotmem.filters import json_path
-from robotmem.text import fts_query, or_match, word_set
+from robotmem.query.filters import json_path
+from robotmem.text.tokens import fts_query, or_match, word_set
 
 # Words of plain ASCII letters, digits, '_' and '.' give the same FTS tokens alone as inside a sentence
 # (CJK segmentation may differ), so only they are used as probe words.

@@ -11,7 +11,6 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from robotmem.consolidation import Candidate
 from robotmem.records import (
     IndexHealth,
     IntegrityReport,
@@ -22,6 +21,7 @@ from robotmem.records import (
     SessionCounts,
     SessionRow,
 )
+from robotmem.rules.consolidation import Candidate
 from robotmem.store.protocol import (
     CollectionRow,
     EmbeddedText,
@@ -43,7 +43,7 @@ from robotmem.store.sqlite import (
 )
 from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.store.sqlite.vectors import MirroredIndex
-from robotmem.text import numbers_query
+from robotmem.text.tokens import numbers_query
 
 _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
 

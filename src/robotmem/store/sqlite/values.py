@@ -1,4 +1,4 @@
-"""The context-value index: which memory carries which context value (``robotmem.naming``), in SQL.
+"""The context-value index: which memory carries which context value (``robotmem.text.naming``), in SQL.
 
 ``context_values(collection, value, memory_id)`` holds, for every memory (any status), the folded string
 values of its context that a query may name, keyed by collection so that how many memories of a
@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Collection
 from typing import Any
 
-from robotmem.naming import MAX_CHARS, MIN_CHARS, SKIPPED_FIELDS, SKIPPED_SECTIONS
+from robotmem.text.naming import MAX_CHARS, MIN_CHARS, SKIPPED_FIELDS, SKIPPED_SECTIONS
 
 
 def _quoted(names: Collection[str]) -> str:

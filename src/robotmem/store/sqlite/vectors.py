@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from robotmem.vectors import FloatArray, VectorIndex, decode_vector, encode_vector
+from robotmem.query.vectors import FloatArray, VectorIndex, decode_vector, encode_vector
 
 
 def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:

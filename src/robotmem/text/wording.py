@@ -21,8 +21,8 @@ import functools
 import re
 import unicodedata
 
-from robotmem import filler
-from robotmem.text import CJK_RANGES, segment
+from robotmem.text import filler
+from robotmem.text.tokens import CJK_RANGES, segment
 
 # Punctuation that ends a clause; other symbols (hyphens, brackets, quotes, slashes) only separate words.
 _BREAKS = ",;:!?.。，；：！？、…—"

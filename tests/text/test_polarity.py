@@ -1,6 +1,6 @@
 """A lesson and its opposite are never one lesson, whether or not any list names the opposite.
 
-Two texts are one experience only when the words they differ in are all filler (``robotmem.filler``):
+Two texts are one experience only when the words they differ in are all filler (``robotmem.text.filler``):
 case, punctuation, spacing and filler words change nothing, and every other word decides. The vocabularies
 below are generated, not drawn from any list robotmem holds.
 """
@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.lessons import OPPOSITES, VARIANTS
 
-from robotmem import filler, wording
-from robotmem.consolidation import Candidate, plan_consolidation
-from robotmem.dedup import find_jaccard_duplicate, same_experience
-from robotmem.text import segment, word_set
-from robotmem.wording import content_words
+from robotmem.rules.consolidation import Candidate, plan_consolidation
+from robotmem.rules.dedup import find_jaccard_duplicate, same_experience
+from robotmem.text import filler, wording
+from robotmem.text.tokens import segment, word_set
+from robotmem.text.wording import content_words
 
 
 @pytest.fixture(autouse=True, scope="module")

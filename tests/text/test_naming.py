@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from robotmem.naming import MAX_CJK_CHARS, SCAN_CHARS, context_values, fold_value, value_candidates
+from robotmem.text.naming import (
+    MAX_CJK_CHARS,
+    SCAN_CHARS,
+    context_values,
+    fold_value,
+    value_candidates,
+)
 
 
 def test_context_values_are_the_short_strings_outside_params_spatial_and_kind_fields() -> None:

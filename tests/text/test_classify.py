@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from tests.strategies import hostile_text
 
 from robotmem import RobotMemory
-from robotmem import classify as classify_module
-from robotmem.classify import build_context, classify, classify_perception
-from robotmem.taxonomy import TAG_TREE
+from robotmem.text import classify as classify_module
+from robotmem.text.classify import build_context, classify, classify_perception
+from robotmem.text.taxonomy import TAG_TREE
 
 
 def test_seed_worked_example() -> None:

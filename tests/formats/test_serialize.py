@@ -1,4 +1,4 @@
-"""Every shape of ``robotmem.results`` is built in ``robotmem.serialize`` and nowhere else."""
+"""Every shape of ``robotmem.formats.results`` is built in ``robotmem.formats.serialize`` and nowhere else."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from typing_extensions import is_typeddict
 
 import robotmem
-from robotmem import results
+from robotmem.formats import results
 
 PACKAGE = Path(robotmem.__file__).parent
-BUILDERS = {PACKAGE / "serialize.py", PACKAGE / "results.py"}
+BUILDERS = {PACKAGE / "formats" / "serialize.py", PACKAGE / "formats" / "results.py"}
 RESULT_TYPES = {
     name: value
     for name, value in vars(results).items()
@@ -113,4 +113,4 @@ def test_no_module_but_serialize_builds_a_result_shape() -> None:
         for path in sorted(PACKAGE.rglob("*.py"))
         if path not in BUILDERS and (found := constructions(path.read_text(encoding="utf-8")))
     }
-    assert offenders == {}, "build these in robotmem/serialize.py"
+    assert offenders == {}, "build these in robotmem/formats/serialize.py"

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robotmem.merge import incoming_wins, memory_rank, session_rank
+from robotmem.rules.versions import incoming_wins, memory_rank, session_rank
 
 versions = st.fixed_dictionaries(
     {

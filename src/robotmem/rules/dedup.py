@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from robotmem.text import jaccard, numbers, word_set
-from robotmem.wording import content_words
+from robotmem.text.tokens import jaccard, numbers, word_set
+from robotmem.text.wording import content_words
 
 # Cosine above which two texts are the same statement, per model. Under multilingual-e5-small,
 # distinct robot memories reach 0.997 and rephrasings 0.95-0.995 (docs/embedders.md): no threshold

@@ -18,12 +18,10 @@ from typing import IO, Any, get_args
 
 import numpy as np
 
-from robotmem import strict_json
-from robotmem.classify import CATEGORIES
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
-from robotmem.text import content_hash
-from robotmem.validation import (
+from robotmem.formats import strict_json
+from robotmem.formats.validation import (
     MAX_JSON_DEPTH,
     PerceptionType,
     parse_json_object,
@@ -32,7 +30,9 @@ from robotmem.validation import (
     parse_text,
     parse_timestamp,
 )
-from robotmem.vectors import FloatArray
+from robotmem.query.vectors import FloatArray
+from robotmem.text.classify import CATEGORIES
+from robotmem.text.tokens import content_hash
 
 JsonDict = dict[str, Any]
 

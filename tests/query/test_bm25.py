@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robotmem.lexical import LexicalIndex
+from robotmem.query.bm25 import LexicalIndex
 
 WORDS = ["grip", "force", "cup", "slip", "arm", "shelf"]
 documents = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8), min_size=1, max_size=40)

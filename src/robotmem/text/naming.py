@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from robotmem.text import CJK_RANGES
+from robotmem.text.tokens import CJK_RANGES
 
 MIN_CHARS = 2
 MAX_CHARS = 64

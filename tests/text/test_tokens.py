@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tests.strategies import examples, unicode_text
 
 from robotmem.store.sqlite.migrations import FTS_TOKENIZER
-from robotmem.text import (
+from robotmem.text.tokens import (
     content_hash,
     fts_query,
     index_text,

@@ -10,9 +10,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robotmem import RobotMemory, strict_json
+from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.spatial import distance
+from robotmem.formats import strict_json
+from robotmem.query.spatial import distance
 
 any_floats = st.floats(allow_nan=True, allow_infinity=True)
 values = st.recursive(

@@ -1,4 +1,4 @@
-"""The one place records become the JSON shapes (``robotmem.results``) that every surface returns."""
+"""The one place records become the JSON shapes (``robotmem.formats.results``) that every surface returns."""
 
 from __future__ import annotations
 
@@ -7,20 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from robotmem.classify import Classification
-from robotmem.consolidation import ConsolidationPlan
-from robotmem.dedup import Duplicate
-from robotmem.records import (
-    SECTIONS,
-    Hit,
-    IndexHealth,
-    IntegrityReport,
-    Memory,
-    Session,
-    SessionCounts,
-    SessionRow,
-)
-from robotmem.results import (
+from robotmem.formats.results import (
     AutoInferred,
     BackfillResult,
     BackupResult,
@@ -63,6 +50,19 @@ from robotmem.results import (
     SyncResult,
     UpdateResult,
 )
+from robotmem.records import (
+    SECTIONS,
+    Hit,
+    IndexHealth,
+    IntegrityReport,
+    Memory,
+    Session,
+    SessionCounts,
+    SessionRow,
+)
+from robotmem.rules.consolidation import ConsolidationPlan
+from robotmem.rules.dedup import Duplicate
+from robotmem.text.classify import Classification
 
 
 def memory_to_dict(memory: Memory) -> MemoryRecord:

@@ -17,7 +17,7 @@ from tests.strategies import examples
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
-from robotmem.filters import parse_filter, to_sql
+from robotmem.query.filters import parse_filter, to_sql
 from robotmem.store.postgres.filters import to_pg_sql
 
 ROWS = [

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from robotmem.dedup import same_experience
-from robotmem.text import jaccard, word_set
+from robotmem.rules.dedup import same_experience
+from robotmem.text.tokens import jaccard, word_set
 
 PROTECTED_CATEGORIES = ("constraint", "postmortem", "gotcha")
 NON_DECAYING_CATEGORIES = ("constraint", "preference", "worldview")

@@ -1,6 +1,6 @@
 """The JSON shapes every surface returns (SPEC §2 and the inspection methods), as ``TypedDict``s.
 
-``robotmem.serialize`` is the one place they are built; the Python API, MCP (whose output schemas are
+``robotmem.formats.serialize`` is the one place they are built; the Python API, MCP (whose output schemas are
 derived from these types), REST and the CLI return exactly them. Keys marked ``NotRequired`` appear only
 in some results (say which in the comment).
 """

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robotmem.consolidation import Candidate, decayed_confidence, plan_consolidation
-from robotmem.serialize import consolidation_report
+from robotmem.formats.serialize import consolidation_report
+from robotmem.rules.consolidation import Candidate, decayed_confidence, plan_consolidation
 
 
 def candidate(
