@@ -30,7 +30,7 @@ from robotmem.config import Settings
 from robotmem.evaluation import EvalSet, load_eval_set, score_run
 from robotmem.query.bm25 import LexicalIndex
 from robotmem.service.scoring import bm25_words
-from robotmem.store.sqlite.mirror import Stemmer
+from robotmem.store.shared.terms import Stemmer
 from robotmem.text.tokens import index_text
 
 SETS = {

@@ -14,7 +14,7 @@ from tests.conftest import FakeClock, has_tables
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
-from robotmem.store.sqlite import migrations
+from robotmem.store.sqlite import schema as migrations
 
 LOCAL = {"id", "access_count", "last_accessed", "superseded_by", "merged_ids", "embedding_model"}
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.strategies import examples, unicode_text
 
-from robotmem.store.sqlite.migrations import FTS_TOKENIZER
+from robotmem.store.shared.terms import FTS_TOKENIZER
 from robotmem.text.tokens import (
     content_hash,
     fts_query,

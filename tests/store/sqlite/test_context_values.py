@@ -14,7 +14,7 @@ from tests.strategies import json_objects
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.store.sqlite import migrations
+from robotmem.store.sqlite import schema as migrations
 from robotmem.text.naming import context_values
 
 KEYS = st.sampled_from(

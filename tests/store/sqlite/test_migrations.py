@@ -17,7 +17,7 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.store.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from robotmem.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from robotmem.text.tokens import index_text
 
 # The columns every version has, compared before and after the upgrade.

@@ -20,9 +20,10 @@ from robotmem.query.filters import parse_filter
 from robotmem.query.spatial import parse_spatial_sort
 from robotmem.service.recall import RecallOutcome, RecallPlan, Tuning, run_on
 from robotmem.store.protocol import VectorQuery
+from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
 from robotmem.store.sqlite.connection import open_database
-from robotmem.store.sqlite.mirror import RecallMirror, Stemmer
+from robotmem.store.sqlite.mirror import RecallMirror
 from robotmem.store.sqlite.store import SqliteStore, SqliteTx
 from robotmem.text.tokens import fts_query, query_tokens
 

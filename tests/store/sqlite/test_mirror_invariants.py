@@ -14,7 +14,8 @@ import robotmem.store
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.query.filters import RECORD_FIELDS, VOLATILE_FIELDS
-from robotmem.store.sqlite import migrations, mirror
+from robotmem.store.sqlite import mirror
+from robotmem.store.sqlite import schema as migrations
 from robotmem.store.sqlite.connection import open_database
 
 
@@ -129,7 +130,7 @@ def test_the_fts_write_check_recognises_a_write(statement: str) -> None:
 
 def test_fts_rows_are_written_only_through_the_fts_module() -> None:
     store_dir = Path(robotmem.store.__file__).parent
-    allowed = store_dir / "sqlite" / "fts.py"
+    allowed = store_dir / "sqlite" / "text_index.py"
     offenders = [
         str(path.relative_to(store_dir))
         for path in sorted(store_dir.rglob("*.py"))

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import psycopg
 
 from robotmem.errors import DatabaseError
+from robotmem.store.shared.identity import derived_robot_id
 from robotmem.text.taxonomy import tag_rows
 
 _V1 = """
@@ -513,8 +514,6 @@ def _version(conn: psycopg.Connection, location: str) -> int:
 
 def _identify(conn: psycopg.Connection) -> None:
     """Give a new store its random ``store_id`` and the robot id it names its memories by by default."""
-    from robotmem.store.sqlite.migrations import derived_robot_id
-
     store_id = uuid.uuid4().hex
     with conn.cursor() as cursor:
         cursor.executemany(

@@ -20,16 +20,20 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from robotmem.errors import DatabaseError, RobotMemError
 from robotmem.store.postgres import connection
-from robotmem.store.postgres.browse import Browse, Maintenance
+from robotmem.store.postgres.browse import Browse
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.postgres.connection import describe_error, redact
-from robotmem.store.postgres.memories import Memories, Sessions, record_access
+from robotmem.store.postgres.jobs import Jobs
+from robotmem.store.postgres.maintenance import Maintenance
+from robotmem.store.postgres.memories import Memories, record_access
 from robotmem.store.postgres.passing import PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import TextPostings
 from robotmem.store.postgres.schema import migrate
-from robotmem.store.postgres.transfer import Sync, Transfer
-from robotmem.store.postgres.vectors import Jobs, Vectors
+from robotmem.store.postgres.sessions import Sessions
+from robotmem.store.postgres.sync import Sync
+from robotmem.store.postgres.transfer import Transfer
+from robotmem.store.postgres.vectors import Vectors
 from robotmem.store.protocol import RecallScope, StoreTx
 
 log = logging.getLogger("robotmem.store")

@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from robotmem.store.sqlite.mirror import shared_stemmer
+from robotmem.store.shared.terms import shared_stemmer
 from robotmem.text.tokens import number_terms
 
 _MIN_IDF = 1e-6

@@ -19,7 +19,6 @@ from robotmem.records import export_entries, linked_ids
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.memories import filterable, write_values
 from robotmem.store.postgres.vectors import stored_model
-from robotmem.store.protocol import StoreIdentity, SyncCursor
 
 # The columns of ``memories`` the SQLite engine has, in its order (the search columns stay here).
 MEMORY_COLUMNS = (
@@ -61,21 +60,21 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _record(names: Sequence[str], row: Sequence[Any], json_columns: frozenset[str]) -> dict[str, Any]:
+def row_record(names: Sequence[str], row: Sequence[Any], json_columns: frozenset[str]) -> dict[str, Any]:
     return {
         name: json.loads(value) if name in json_columns and isinstance(value, str) else value
         for name, value in zip(names, row, strict=True)
     }
 
 
-def _session_record(conn: psycopg.Connection, record: dict[str, Any]) -> dict[str, Any]:
+def session_record(conn: psycopg.Connection, record: dict[str, Any]) -> dict[str, Any]:
     outcome = conn.execute(
         f"SELECT {', '.join(OUTCOME_COLUMNS)} FROM session_outcomes WHERE session_id = %s", (record["id"],)
     ).fetchone()
     if outcome is None:
         record["outcome"] = None
     else:
-        record["outcome"] = _record(OUTCOME_COLUMNS, outcome, SESSION_JSON_COLUMNS)
+        record["outcome"] = row_record(OUTCOME_COLUMNS, outcome, SESSION_JSON_COLUMNS)
         record["outcome"].pop("session_id", None)
     return record
 
@@ -113,11 +112,11 @@ def _complete(
     yield from export_entries(records, uids, tags, perception, blobs)
 
 
-def _memory_records(
+def memory_records(
     conn: psycopg.Connection, where: str, params: Sequence[Any], model: tuple[str, int] | None
 ) -> list[dict[str, Any]]:
     rows = conn.execute(f"SELECT {_SELECT_MEMORY} FROM memories m {where}", params).fetchall()
-    records = [_record(MEMORY_COLUMNS, row, MEMORY_JSON_COLUMNS) for row in rows]
+    records = [row_record(MEMORY_COLUMNS, row, MEMORY_JSON_COLUMNS) for row in rows]
     return list(_complete(conn, records, model)) if records else []
 
 
@@ -179,13 +178,13 @@ class Transfer:
             {"c": collection},
         ).fetchall()
         for row in rows:
-            yield _session_record(self._conn, _record(SESSION_COLUMNS, row, SESSION_JSON_COLUMNS))
+            yield session_record(self._conn, row_record(SESSION_COLUMNS, row, SESSION_JSON_COLUMNS))
 
     def iter_memories(self, collection: str | None, *, with_vectors: bool) -> Iterator[dict[str, Any]]:
         model = stored_model(self._conn) if with_vectors else None
         after = 0
         while True:
-            records = _memory_records(
+            records = memory_records(
                 self._conn,
                 "WHERE (%s::text IS NULL OR m.collection = %s) AND m.id > %s ORDER BY m.id LIMIT 500",
                 (collection, collection, after),
@@ -313,90 +312,3 @@ def _upsert(
         f"ON CONFLICT ({key}) DO UPDATE SET {updates}",
         [values[n] for n in names],
     )
-
-
-class Sync:
-    """``SyncRows`` on PostgreSQL."""
-
-    def __init__(self, conn: psycopg.Connection) -> None:
-        self._conn = conn
-
-    def identity(self) -> StoreIdentity:
-        rows: dict[str, Any] = dict(
-            self._conn.execute("SELECT key, value FROM meta WHERE key IN ('store_id', 'robot_id')").fetchall()
-        )
-        return StoreIdentity(store_id=str(rows["store_id"]), robot_id=str(rows["robot_id"]))
-
-    def last_change(self) -> tuple[int, int]:
-        memory = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memory_changes").fetchone()
-        session = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM session_changes").fetchone()
-        return int(memory[0]) if memory else 0, int(session[0]) if session else 0
-
-    def changed_memories(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
-        changes = self._conn.execute(
-            "SELECT memory_id, seq FROM memory_changes WHERE seq > %s ORDER BY seq LIMIT %s", (after, limit)
-        ).fetchall()
-        if not changes:
-            return [], after
-        order = {int(m): int(seq) for m, seq in changes}
-        records = _memory_records(
-            self._conn, "WHERE m.id = ANY(%s)", (list(order),), stored_model(self._conn)
-        )
-        records.sort(key=lambda record: order[int(record["memory"]["id"])])
-        return records, int(changes[-1][1])
-
-    def changed_sessions(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
-        rows = self._conn.execute(
-            f"SELECT c.seq, {', '.join('s.' + c for c in SESSION_COLUMNS)} FROM session_changes c "
-            "LEFT JOIN sessions s ON s.id = c.session_id WHERE c.seq > %s ORDER BY c.seq LIMIT %s",
-            (after, limit),
-        ).fetchall()
-        records = [
-            _session_record(self._conn, _record(SESSION_COLUMNS, row[1:], SESSION_JSON_COLUMNS))
-            for row in rows
-            if row[1] is not None
-        ]
-        return records, int(rows[-1][0]) if rows else after
-
-    def memories_by_uid(
-        self, uids: Sequence[str], *, with_vectors: bool = False
-    ) -> dict[str, tuple[int, dict[str, Any]]]:
-        model = stored_model(self._conn) if with_vectors else None
-        records = _memory_records(self._conn, "WHERE m.uid = ANY(%s)", (list(uids),), model)
-        return {str(r["memory"]["uid"]): (int(r["memory"]["id"]), r) for r in records}
-
-    def sessions_by_id(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self._conn.execute(
-            f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE id = ANY(%s)", (list(session_ids),)
-        ).fetchall()
-        found: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            record = _record(SESSION_COLUMNS, row, SESSION_JSON_COLUMNS)
-            found[str(record["id"])] = _session_record(self._conn, record)
-        return found
-
-    def cursor(self, peer: str) -> SyncCursor:
-        row = self._conn.execute(
-            "SELECT pushed_memories, pushed_sessions, pulled_memories, pulled_sessions FROM sync_peers "
-            "WHERE peer = %s",
-            (peer,),
-        ).fetchone()
-        return SyncCursor() if row is None else SyncCursor(*(int(value) for value in row))
-
-    def save_cursor(self, peer: str, location: str, cursor: SyncCursor, now: str) -> None:
-        self._conn.execute(
-            "INSERT INTO sync_peers (peer, location, pushed_memories, pushed_sessions, pulled_memories, "
-            "pulled_sessions, synced_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (peer) DO UPDATE SET "
-            "location = EXCLUDED.location, pushed_memories = EXCLUDED.pushed_memories, "
-            "pushed_sessions = EXCLUDED.pushed_sessions, pulled_memories = EXCLUDED.pulled_memories, "
-            "pulled_sessions = EXCLUDED.pulled_sessions, synced_at = EXCLUDED.synced_at",
-            (
-                peer,
-                location,
-                cursor.pushed_memories,
-                cursor.pushed_sessions,
-                cursor.pulled_memories,
-                cursor.pulled_sessions,
-                now,
-            ),
-        )

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from robotmem.records import Memory, MemoryQuery, SessionRow
+from robotmem.store.protocol import CollectionRow
 from robotmem.store.sqlite import memories, sessions
 
 # Categories that hold lessons drawn from a failure.
@@ -241,3 +242,47 @@ def spatial_points(
         flag = None if success_type not in ("true", "false") else bool(success)
         points.append((int(memory_id), str(content), coordinates, flag))
     return points
+
+
+class Browse:
+    """``BrowseQueries`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def list_memories(self, query: MemoryQuery, limit: int, offset: int) -> tuple[list[Memory], int]:
+        return list_memories(self._conn, query, limit, offset)
+
+    def totals(self, collection: str | None, since: str) -> dict[str, Any]:
+        return totals(self._conn, collection, since)
+
+    def category_counts(self, collection: str | None) -> list[tuple[str, int]]:
+        return category_counts(self._conn, collection)
+
+    def collection_rows(self) -> list[CollectionRow]:
+        return collection_rows(self._conn)
+
+    def list_sessions(
+        self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
+    ) -> tuple[list[SessionRow], int]:
+        return list_sessions(self._conn, collection, status, limit, offset, newest_first)
+
+    def session_row(self, session_id: str) -> SessionRow | None:
+        return session_row_by_id(self._conn, session_id)
+
+    def session_memory_ids(self, session_id: str) -> list[int]:
+        return session_memory_ids(self._conn, session_id)
+
+    def failed_sessions(self, collection: str | None, max_outcome: float, limit: int) -> list[SessionRow]:
+        return failed_sessions(self._conn, collection, max_outcome, limit)
+
+    def failure_memory_ids(self, collection: str | None, limit: int) -> list[int]:
+        return failure_memory_ids(self._conn, collection, limit)
+
+    def spatial_fields(self, collection: str | None) -> list[str]:
+        return spatial_fields(self._conn, collection)
+
+    def spatial_points(
+        self, key: str, collection: str | None, limit: int
+    ) -> list[tuple[int, str, list[Any], Any]]:
+        return spatial_points(self._conn, key, collection, limit)

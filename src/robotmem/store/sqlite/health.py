@@ -7,7 +7,7 @@ from typing import Any
 
 from robotmem.records import IndexHealth
 from robotmem.store.sqlite import vectors
-from robotmem.store.sqlite.migrations import SCHEMA_VERSION
+from robotmem.store.sqlite.schema import SCHEMA_VERSION
 
 
 def _one(conn: sqlite3.Connection, sql: str) -> Any:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.formats.validation import read_timestamp
-from robotmem.records import IntegrityReport
-from robotmem.store.sqlite import columns, fts, values, vectors
+from robotmem.records import IndexHealth, IntegrityReport
+from robotmem.store.sqlite import columns, health, text_index, values, vectors
 from robotmem.text.tokens import index_text
 
 _BAD_MEMORY_TIME = (
@@ -208,7 +208,7 @@ def _check_indexes(conn: sqlite3.Connection, integrity: tuple[str, ...]) -> Inte
 def rebuild_fts(conn: sqlite3.Connection) -> int:
     """Drop and recreate the FTS table from the content of every active memory; return the rows indexed."""
     rows = conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id").fetchall()
-    return fts.rebuild(conn, ((memory_id, index_text(content)) for memory_id, content in rows))
+    return text_index.rebuild(conn, ((memory_id, index_text(content)) for memory_id, content in rows))
 
 
 def rebuild_context_values(conn: sqlite3.Connection) -> int:
@@ -424,3 +424,30 @@ def verify_copy(target: Path) -> tuple[tuple[str, ...], int]:
         return sqlite_integrity(conn), _scalar(conn, "SELECT COUNT(*) FROM memories")
     finally:
         conn.close()
+
+
+class Maintenance:
+    """``Maintenance`` on SQLite: ``integrity_check``, the index checks, and their rebuild."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def check(self) -> IntegrityReport:
+        return check(self._conn)
+
+    def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]:
+        actions: dict[str, Any] = {"reindexed": False}
+        if report.integrity != ("ok",):
+            reindex(self._conn)
+            actions["reindexed"] = True
+        # Values first (a restored memory needs its text indexed), then the derived indexes.
+        actions.update(repair_columns(self._conn))
+        actions.update(repair_references(self._conn, now))
+        actions.update(repair_values(self._conn, now))
+        actions["fts_rows_indexed"] = rebuild_fts(self._conn)
+        actions["context_values_indexed"] = rebuild_context_values(self._conn)
+        actions.update(repair_vectors(self._conn))
+        return actions
+
+    def index_report(self) -> IndexHealth:
+        return health.index_report(self._conn)

@@ -14,7 +14,12 @@ from robotmem.formats import strict_json
 from robotmem.formats.validation import is_stored_timestamp, read_timestamp
 from robotmem.records import Memory, NewMemory
 from robotmem.rules.consolidation import Candidate, decayed_confidence
-from robotmem.store.sqlite import columns, fts
+from robotmem.store.protocol import FloatArray
+from robotmem.store.sqlite import columns, search, text_index
+from robotmem.store.sqlite import vectors as vector_rows
+from robotmem.text.tokens import numbers_query
+
+_FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
 
 COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
@@ -118,7 +123,7 @@ def insert_many(conn: sqlite3.Connection, news: Sequence[NewMemory]) -> list[int
     The memory rows go in one by one (each id comes from SQLite), then each other table takes one statement.
     """
     ids = [_insert_row(conn, new) for new in news]
-    fts.add(conn, [(memory_id, new.index_body) for memory_id, new in zip(ids, news, strict=True)])
+    text_index.add(conn, [(memory_id, new.index_body) for memory_id, new in zip(ids, news, strict=True)])
     # Fresh ids (AUTOINCREMENT never reuses one) have no tags yet: nothing to replace, only to insert.
     conn.executemany(
         "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, 'auto')",
@@ -315,7 +320,7 @@ def replace_content(
             "now": now,
         },
     )
-    fts.replace(conn, memory_id, index_body)
+    text_index.replace(conn, memory_id, index_body)
     set_tags(conn, memory_id, tags)
 
 
@@ -325,7 +330,7 @@ def invalidate(conn: sqlite3.Connection, memory_id: int, reason: str, now: str) 
         "UPDATE memories SET status = 'invalidated', invalidated_reason = :reason, updated_at = :now WHERE id = :id",
         {"id": memory_id, "reason": reason, "now": now},
     )
-    fts.remove(conn, [memory_id])
+    text_index.remove(conn, [memory_id])
 
 
 def supersede(conn: sqlite3.Connection, representative: int, merged: Sequence[int], now: str) -> None:
@@ -335,7 +340,7 @@ def supersede(conn: sqlite3.Connection, representative: int, merged: Sequence[in
             "UPDATE memories SET status = 'superseded', superseded_by = :rep, updated_at = :now WHERE id = :id",
             {"rep": representative, "now": now, "id": memory_id},
         )
-    fts.remove(conn, merged)
+    text_index.remove(conn, merged)
     row = conn.execute("SELECT merged_ids FROM memories WHERE id = :id", {"id": representative}).fetchone()
     merged_ids = list(dict.fromkeys([*json.loads(row[0] or "[]"), *merged]))
     conn.execute(
@@ -427,3 +432,80 @@ def session_texts(conn: sqlite3.Connection, session_id: str, limit: int) -> list
         {"id": session_id, "limit": limit},
     )
     return [str(row[0]) for row in rows]
+
+
+class Memories:
+    """``MemoryTable`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def insert_many(
+        self,
+        news: Sequence[NewMemory],
+        vectors: Sequence[FloatArray | None] | None = None,
+        model_id: str | None = None,
+    ) -> list[int]:
+        ids = insert_many(self._conn, news)
+        if vectors is not None and model_id is not None:
+            for memory_id, vector in zip(ids, vectors, strict=True):
+                if vector is not None:
+                    vector_rows.put(self._conn, memory_id, vector, model_id)
+        return ids
+
+    def get(self, memory_id: int) -> Memory:
+        return get(self._conn, memory_id)
+
+    def get_active(self, memory_id: int) -> Memory:
+        return get_active(self._conn, memory_id)
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
+        return fetch(self._conn, ids)
+
+    def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
+        return contents(self._conn, ids)
+
+    def payload(self, memory_id: int) -> tuple[Any, Any]:
+        return payload(self._conn, memory_id)
+
+    def payloads(self, ids: Sequence[int]) -> dict[int, tuple[Any, Any]]:
+        return payloads(self._conn, ids)
+
+    def find_exact(self, collection: str, digest: str) -> int | None:
+        return find_exact(self._conn, collection, digest)
+
+    def facts_with_numbers(self, collection: str, text: str, limit: int) -> list[tuple[int, str]] | None:
+        match = numbers_query(text)
+        if match is None:
+            return None
+        return matching_contents(self._conn, match, _FACTS, {"p_collection": collection}, limit)
+
+    def jaccard_candidates(self, collection: str, text: str, limit: int, threshold: float) -> list[int]:
+        found = search.jaccard_candidates(
+            self._conn, text, _FACTS, {"p_collection": collection}, limit, threshold
+        )
+        return [memory_id for memory_id, _ in found]
+
+    def active_facts_among(self, ids: Sequence[int], collection: str) -> set[int]:
+        return search.passing(self._conn, ids, _FACTS, {"p_collection": collection})
+
+    def replace_content(self, memory_id: int, **fields: Any) -> None:
+        replace_content(self._conn, memory_id, **fields)
+
+    def invalidate(self, memory_id: int, reason: str, now: str) -> None:
+        invalidate(self._conn, memory_id, reason, now)
+
+    def supersede(self, representative: int, merged: Sequence[int], now: str) -> None:
+        supersede(self._conn, representative, merged, now)
+
+    def decay(self, collection: str, now: str, protected: Sequence[str], rate: float) -> int:
+        return decay(self._conn, collection, now, protected, rate)
+
+    def consolidation_candidates(self, session_id: str, collection: str) -> list[Candidate]:
+        return consolidation_candidates(self._conn, session_id, collection)
+
+    def session_texts(self, session_id: str, limit: int) -> list[str]:
+        return session_texts(self._conn, session_id, limit)
+
+    def latest_in_session(self, session_id: str) -> str | None:
+        return latest_in_session(self._conn, session_id)

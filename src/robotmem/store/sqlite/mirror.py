@@ -28,14 +28,13 @@ What keeps the mirror right — check each when a change touches storage or filt
 4. Mirrored columns: every value ``_ROWS`` selects after ``id`` has its array in ``_COLUMNS`` (name, type
    and the value of a memory without a row), which ``_allocate`` creates, ``_reserve`` grows and ``_apply``
    resets for changed memories before reading their rows again.
-5. Every FTS write is logged: rows of ``memories_fts`` change only through ``store/sqlite/fts.py``, which
+5. Every FTS write is logged: rows of ``memories_fts`` change only through ``store/sqlite/text_index.py``, which
    records each memory it touches in ``memory_changes`` (or bumps ``fts_epoch`` for a rebuild).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -48,10 +47,11 @@ import numpy.typing as npt
 from robotmem.query.bm25 import FloatArray, LexicalIndex
 from robotmem.query.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not, SqlBuilder, to_sql
 from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
+from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
-from robotmem.store.sqlite.migrations import FTS_TOKENIZER
 
 BoolArray = npt.NDArray[np.bool_]
+_BATCH = 4096  # FTS bodies per stemmer round trip
 
 _ROWS = (
     "SELECT id, collection, status = 'active', confidence, session_id, "
@@ -110,66 +110,6 @@ class _Values:
             self.kind[memory_id], self.text[memory_id] = _TEXT, code
         else:
             self.kind[memory_id] = _NULL
-
-
-_VERBATIM = re.compile(r"[0-9][0-9._]*")
-_BATCH = 4096  # FTS bodies per stemmer round trip
-
-
-class Stemmer:
-    """FTS5's own tokenizer, asked through an in-memory FTS5 table: token → the terms FTS5 indexes."""
-
-    def __init__(self) -> None:
-        self._conn = sqlite3.connect(":memory:", check_same_thread=False)
-        self._conn.execute(f'CREATE VIRTUAL TABLE probe USING fts5(body, tokenize = "{FTS_TOKENIZER}")')
-        self._conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, 'instance')")
-        self._known: dict[str, tuple[str, ...]] = {}
-        self._guard = threading.Lock()
-
-    def terms(self, tokens: Iterable[str]) -> dict[str, tuple[str, ...]]:
-        """Return token → its FTS5 terms for every token of ``tokens``."""
-        wanted = set(tokens)
-        with self._guard:
-            unknown = [t for t in wanted if t not in self._known]
-            if unknown:
-                self._resolve(unknown)
-            return {t: self._known[t] for t in wanted}
-
-    def _resolve(self, tokens: list[str]) -> None:
-        if len(self._known) > 1_000_000:
-            self._known.clear()
-        # Digits with '.'/'_' inside (readings, ids, 12.5) are one term, unchanged by the tokenizer.
-        for token in tokens:
-            if _VERBATIM.fullmatch(token):
-                self._known[token] = (token,)
-        tokens = [t for t in tokens if t not in self._known]
-        if tokens:
-            self._resolve_with_fts(tokens)
-
-    def _resolve_with_fts(self, tokens: list[str]) -> None:
-        found: dict[int, list[str]] = {i: [] for i in range(len(tokens))}
-        with self._conn:
-            self._conn.executemany("INSERT INTO probe (rowid, body) VALUES (?, ?)", enumerate(tokens))
-            for term, doc in self._conn.execute("SELECT term, doc FROM probe_terms ORDER BY doc, offset"):
-                found[doc].append(term)
-            self._conn.execute("DELETE FROM probe")
-        for i, token in enumerate(tokens):
-            self._known[token] = tuple(found[i])
-
-    def close(self) -> None:
-        self._conn.close()
-
-
-_SHARED: list[Stemmer] = []
-_SHARED_GUARD = threading.Lock()
-
-
-def shared_stemmer() -> Stemmer:
-    """Return the process's one ``Stemmer`` for code that has no mirror (BM25 scored on SQL matches)."""
-    with _SHARED_GUARD:
-        if not _SHARED:
-            _SHARED.append(Stemmer())
-        return _SHARED[0]
 
 
 class RecallMirror:

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from robotmem.query.filters import json_path
+from robotmem.store.shared.terms import shared_stemmer
 from robotmem.text.tokens import fts_query, or_match, word_set
 
 # Words of plain ASCII letters, digits, '_' and '.' give the same FTS tokens alone as inside a sentence
@@ -125,7 +126,6 @@ def bm25_matches(
     counts and each word's document count over the whole index), with ``min_coverage`` as there. Returns
     None when a word is not one FTS5 term (FTS5 would search it as a phrase).
     """
-    from robotmem.store.sqlite.mirror import shared_stemmer  # the mirror module imports this one
 
     stemmer = shared_stemmer()
     terms = stemmer.terms(words)

@@ -111,3 +111,28 @@ def active_memory_count(conn: sqlite3.Connection, collection: str) -> int:
         "SELECT COUNT(*) FROM memories WHERE collection = :c AND status = 'active'", {"c": collection}
     ).fetchone()
     return int(row[0])
+
+
+class Sessions:
+    """``SessionTable`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def create(self, session_id: str, collection: str, context: dict[str, Any], now: str) -> None:
+        create(self._conn, session_id, collection, context, now)
+
+    def get(self, session_id: str) -> Session:
+        return get(self._conn, session_id)
+
+    def get_active(self, session_id: str) -> Session:
+        return get_active(self._conn, session_id)
+
+    def end(self, session_id: str, outcome_score: float | None, summary: Mapping[str, Any], now: str) -> None:
+        end(self._conn, session_id, outcome_score, summary, now)
+
+    def summarize(self, session_id: str) -> SessionCounts:
+        return summarize(self._conn, session_id)
+
+    def active_memory_count(self, collection: str) -> int:
+        return active_memory_count(self._conn, collection)

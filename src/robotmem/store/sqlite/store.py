@@ -23,22 +23,18 @@ from robotmem.store.protocol import RecallScope, StoreTx
 from robotmem.store.sqlite import maintenance
 from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.store.sqlite.access import AccessRecorder
+from robotmem.store.sqlite.browse import Browse
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates
 from robotmem.store.sqlite.connection import describe_error, is_read_only, open_database, read, write
-from robotmem.store.sqlite.memories import register_functions
-from robotmem.store.sqlite.migrations import migrate
+from robotmem.store.sqlite.jobs import Jobs
+from robotmem.store.sqlite.maintenance import Maintenance
+from robotmem.store.sqlite.memories import Memories, register_functions
 from robotmem.store.sqlite.mirror import RecallMirror
-from robotmem.store.sqlite.tables import (
-    Browse,
-    Jobs,
-    Maintenance,
-    Memories,
-    Sessions,
-    Sync,
-    Transfer,
-    Vectors,
-)
-from robotmem.store.sqlite.vectors import MirroredIndex
+from robotmem.store.sqlite.schema import migrate
+from robotmem.store.sqlite.sessions import Sessions
+from robotmem.store.sqlite.sync import Sync
+from robotmem.store.sqlite.transfer import Transfer
+from robotmem.store.sqlite.vectors import MirroredIndex, Vectors
 
 T = TypeVar("T")
 

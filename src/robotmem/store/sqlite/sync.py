@@ -131,3 +131,36 @@ def save_cursor(conn: sqlite3.Connection, peer: str, location: str, cursor: Sync
             "now": now,
         },
     )
+
+
+class Sync:
+    """``SyncRows`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def identity(self) -> StoreIdentity:
+        return identity(self._conn)
+
+    def last_change(self) -> tuple[int, int]:
+        return last_change(self._conn)
+
+    def changed_memories(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        return changed_memories(self._conn, after, limit)
+
+    def changed_sessions(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        return changed_sessions(self._conn, after, limit)
+
+    def memories_by_uid(
+        self, uids: Sequence[str], *, with_vectors: bool = False
+    ) -> dict[str, tuple[int, dict[str, Any]]]:
+        return memories_by_uid(self._conn, uids, with_vectors=with_vectors)
+
+    def sessions_by_id(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return sessions_by_id(self._conn, session_ids)
+
+    def cursor(self, peer: str) -> SyncCursor:
+        return cursor(self._conn, peer)
+
+    def save_cursor(self, peer: str, location: str, cursor: SyncCursor, now: str) -> None:
+        save_cursor(self._conn, peer, location, cursor, now)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from robotmem.records import export_entries, linked_ids
-from robotmem.store.sqlite import fts, vectors
+from robotmem.store.sqlite import text_index, vectors
 from robotmem.store.sqlite.columns import (
     MEMORY_COLUMNS,
     OUTCOME_COLUMNS,
@@ -241,7 +241,7 @@ def write_derived(
     perception: tuple[str | None, str | None] | None,
 ) -> None:
     """Replace the FTS row (None: none, for memories that are not active), tags and perception payload."""
-    fts.replace(conn, memory_id, index_body)
+    text_index.replace(conn, memory_id, index_body)
     conn.execute("DELETE FROM memory_tags WHERE memory_id = :id", {"id": memory_id})
     conn.executemany(
         "INSERT OR IGNORE INTO memory_tags (memory_id, tag, source) VALUES (:id, :tag, :source)",
@@ -307,3 +307,55 @@ def _replace_row(
         f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})",
         values,
     )
+
+
+class Transfer:
+    """``TransferRows`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def schema_version(self) -> int:
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def count_memories(self, collection: str | None) -> int:
+        return count_memories(self._conn, collection)
+
+    def count_sessions(self, collection: str | None) -> int:
+        return count_sessions(self._conn, collection)
+
+    def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]:
+        return iter_sessions(self._conn, collection)
+
+    def iter_memories(self, collection: str | None, *, with_vectors: bool) -> Iterator[dict[str, Any]]:
+        return iter_memories(self._conn, collection, with_vectors=with_vectors)
+
+    def ids_of(self, uids: Sequence[str]) -> dict[str, int]:
+        return ids_of(self._conn, uids)
+
+    def insert_memory(self, uid: str, fields: dict[str, Any], keep_id: int | None) -> int:
+        return insert_memory(self._conn, uid, fields, keep_id)
+
+    def overwrite_memory(self, memory_id: int, fields: dict[str, Any]) -> None:
+        overwrite_memory(self._conn, memory_id, fields)
+
+    def write_derived(
+        self,
+        memory_id: int,
+        *,
+        index_body: str | None,
+        tags: Sequence[tuple[str, str]],
+        perception: tuple[str | None, str | None] | None,
+    ) -> None:
+        write_derived(self._conn, memory_id, index_body=index_body, tags=tags, perception=perception)
+
+    def set_lineage(
+        self, memory_id: int, superseded_by: int | None, merged_ids: Sequence[int], *, fill_only: bool
+    ) -> None:
+        set_lineage(self._conn, memory_id, superseded_by, list(merged_ids), fill_only=fill_only)
+
+    def session_exists(self, session_id: str) -> bool:
+        return session_exists(self._conn, session_id)
+
+    def write_session(self, fields: dict[str, Any], outcome: dict[str, Any] | None) -> None:
+        write_session(self._conn, fields, outcome)

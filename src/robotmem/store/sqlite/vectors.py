@@ -7,12 +7,15 @@ processes sharing one file see each other's writes without reloading everything.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
 from robotmem.query.vectors import FloatArray, VectorIndex, decode_vector, encode_vector
+from robotmem.store.protocol import VectorQuery
 
 
 def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:
@@ -114,3 +117,36 @@ class MirroredIndex:
 
 
 __all__ = ["MirroredIndex", "decode_vector", "drop", "put", "put_episode", "record_model", "stored_model"]
+
+
+class Vectors:
+    """``VectorTable`` on SQLite: blob rows, searched through the process's synced in-memory index."""
+
+    def __init__(self, conn: sqlite3.Connection, index_for: Callable[[str, int], MirroredIndex]) -> None:
+        self._conn = conn
+        self._index_for = index_for
+
+    def put(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        put(self._conn, memory_id, vector, model_id)
+
+    def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
+        put_episode(self._conn, memory_id, vector, model_id)
+
+    def drop(self, memory_id: int) -> None:
+        drop(self._conn, memory_id)
+
+    def stored_model(self) -> tuple[str, int] | None:
+        return stored_model(self._conn)
+
+    def record_model(self, model_id: str, dim: int) -> None:
+        record_model(self._conn, model_id, dim)
+
+    def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
+        index = self._index_for(query.model_id, query.dim)
+        index.sync(self._conn)
+        found: list[tuple[int, float]] = []
+        for memory_id, similarity in itertools.islice(index.index.ranked(query.vector, first=first), first):
+            if similarity < min_similarity:
+                break
+            found.append((int(memory_id), float(similarity)))
+        return found

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from robotmem.store.sqlite.migrations import FTS_TOKENIZER
+from robotmem.store.shared.terms import FTS_TOKENIZER
 
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize = "{FTS_TOKENIZER}")'
 

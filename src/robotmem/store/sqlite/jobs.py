@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from robotmem.query.vectors import FloatArray, encode_vector
+from robotmem.store.protocol import EmbeddedText
 from robotmem.store.sqlite import vectors
 
 _REINDEX_MODEL_KEY = "reindex_model_id"
@@ -176,3 +177,37 @@ def swap_reindex(conn: sqlite3.Connection, model_id: str, dim: int) -> tuple[int
         "DELETE FROM meta WHERE key IN (:model, :dim)", {"model": _REINDEX_MODEL_KEY, "dim": _REINDEX_DIM_KEY}
     )
     return len(rows), count_without_vector(conn)
+
+
+class Jobs:
+    """``EmbeddingJobs`` on SQLite."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def count_without_vector(self) -> int:
+        return count_without_vector(self._conn)
+
+    def without_vector(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        return without_vector(self._conn, after_id, limit)
+
+    def store_backfilled(self, items: Sequence[EmbeddedText], model_id: str, dim: int) -> int:
+        return store_backfilled(self._conn, items, model_id, dim)
+
+    def reindex_target(self) -> tuple[str, int] | None:
+        return reindex_target(self._conn)
+
+    def begin_reindex(self, model_id: str, dim: int) -> bool:
+        return begin_reindex(self._conn, model_id, dim)
+
+    def unstaged(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        return unstaged(self._conn, after_id, limit)
+
+    def stage(self, items: Sequence[EmbeddedText], model_id: str) -> None:
+        stage(self._conn, items, model_id)
+
+    def staging_progress(self) -> tuple[int, int]:
+        return staging_progress(self._conn)
+
+    def swap_reindex(self, model_id: str, dim: int) -> tuple[int, int]:
+        return swap_reindex(self._conn, model_id, dim)

@@ -1,4 +1,4 @@
-"""``store/sqlite/fts.py``: every FTS write changes the index rows and tells the recall mirrors about it."""
+"""``store/sqlite/text_index.py``: every FTS write changes the index rows and tells the recall mirrors about it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.store.sqlite import fts
+from robotmem.store.sqlite import text_index as fts
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror
 from robotmem.text.tokens import query_tokens

@@ -5,20 +5,20 @@ The version lives in ``PRAGMA user_version``; a database newer than this code is
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from robotmem.errors import DatabaseError
+from robotmem.store.shared.identity import derived_robot_id
+from robotmem.store.shared.terms import FTS_TOKENIZER
 from robotmem.store.sqlite import values
 from robotmem.store.sqlite.connection import describe_error, write
 from robotmem.text.taxonomy import tag_rows
 
 # FTS5 sees the tokens text.index_text() produced; '_' and '.' stay inside words so grip_force and
 # 12.5 are single terms, and porter folds English inflections (grasping → grasp).
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2 tokenchars '_.'"
 
 _V1 = f"""
 CREATE TABLE memories (
@@ -168,12 +168,6 @@ def _migrate_v3(conn: sqlite3.Connection) -> None:
     }
     for name, (event, memory_id) in triggers.items():
         conn.execute(f"CREATE TRIGGER {name} {event} BEGIN {_LOG_CHANGE.format(memory_id)}; END")
-
-
-def derived_robot_id(store_id: str) -> str:
-    """Return the robot id a store names itself by when no ``robot_id`` is set: host name and store id."""
-    host = "".join(ch for ch in socket.gethostname() if ch.isprintable() and not ch.isspace())[:64]
-    return f"{host or 'robot'}-{store_id[:8]}"
 
 
 _SESSION_LOG = (
