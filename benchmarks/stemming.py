@@ -29,7 +29,7 @@ from benchmarks.harness import ROOT, markdown_table
 from robotmem.config import Settings
 from robotmem.evaluation import EvalSet, load_eval_set, score_run
 from robotmem.query.bm25 import LexicalIndex
-from robotmem.service.scoring import bm25_words
+from robotmem.service.recall.scoring import bm25_words
 from robotmem.store.shared.terms import Stemmer
 from robotmem.text.tokens import index_text
 
@@ -78,7 +78,7 @@ def _bm25(
             if (q.collection if collection is not None else None) != collection:
                 continue
             scores, matched = index.score(
-                [term[w] for w in queries[q.id]], 0.0, settings.bm25_k1, settings.bm25_b
+                [term[w] for w in queries[q.id]], 0.0, settings.recall.bm25_k1, settings.recall.bm25_b
             )
             found = np.flatnonzero(matched[: len(ids)])
             order = found[np.lexsort((found, -scores[found]))][:10]

@@ -103,7 +103,7 @@ def test_settings_come_from_file_then_environment(tmp_path) -> None:  # type: ig
     settings = load_settings(
         {"ROBOTMEM_HOME": str(tmp_path), "ROBOTMEM_TOP_K": "9", "ROBOTMEM_WEB_TOKEN": "x"}
     )
-    assert (settings.rrf_k, settings.top_k, settings.embed_backend) == (30, 9, "none")
+    assert (settings.recall.rrf_k, settings.top_k, settings.embed_backend) == (30, 9, "none")
     assert settings.database == tmp_path / "memory.db"
     with pytest.raises(ValidationError, match="ROBOTMEM_RRF_K"):
         load_settings({"ROBOTMEM_HOME": str(tmp_path), "ROBOTMEM_RRF_K": "many"})

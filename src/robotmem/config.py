@@ -30,6 +30,38 @@ _FALSE = ("0", "false", "no", "off")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RecallSettings:
+    """How recall ranks. Each field is a setting of its own name (config file key, ``ROBOTMEM_<KEY>``);
+    the defaults are what every user runs (docs/benchmarks.md, "Ranking techniques": chosen on the tuning
+    splits of the episode set and the robot set, confirmed on their held-out splits)."""
+
+    # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
+    fusion: str = "minmax"
+    rrf_k: int = 1  # chosen on the evaluation set (docs/benchmarks.md): 0.76 recall@5 against 0.61 at 60
+    bm25_weight: float = 1.0
+    vector_weight: float = 1.0
+    candidate_depth: int = 50  # candidates each channel gives (at least n)
+    # In hybrid recall, a BM25 match must cover this share of the query's IDF mass (docs/benchmarks.md).
+    bm25_min_coverage: float = 0.3
+    bm25_k1: float = 0.6  # BM25 term-frequency saturation (FTS5's own bm25() uses 1.2)
+    bm25_b: float = 0.1  # BM25 length normalisation (FTS5: 0.75); short lessons want little
+    query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
+    neighbour_share: float = 0.25  # a memory gains this share of its episode neighbours' scores
+    episode_share: float = 0.1  # a memory gains this share of its episode's best score
+    context_boost: float = 1.0  # gain (× best score × rarity) for carrying context values the query names
+    # A query asking for the step after (before) the one it describes: this share of each memory's score
+    # passes to the next (previous) memory of its episode.
+    direction_share: float = 0.8
+    # Weight in fusion of a third channel: each memory's text after its predecessor's in the session,
+    # embedded together; above 0 learn also embeds that (one more passage embedding). Off: it did not
+    # help beside episode structure (docs/benchmarks.md).
+    episode_vector_weight: float = 0.0
+    real_world_boost: float = 1.5  # score factor of memories whose context says env.sim_or_real = "real"
+    # Recall score factor of the robot's own memories among the fleet's (docs/fleet.md, measured there).
+    own_robot_boost: float = 1.2
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Settings:
     """Every tunable of robotmem. Field names are the config-file keys and, upper-cased, the env suffix."""
 
@@ -47,33 +79,12 @@ class Settings:
     onnx_model_dir: str = ""
     # Search
     top_k: int = 5
-    rrf_k: int = 1  # chosen on the evaluation set (docs/benchmarks.md): 0.76 recall@5 against 0.61 at 60
     min_confidence: float = 0.3
-    real_world_boost: float = 1.5
-    bm25_weight: float = 1.0
-    vector_weight: float = 1.0
-    candidate_depth: int = 50
-    # In hybrid recall, a BM25 match must cover this share of the query's IDF mass (docs/benchmarks.md).
-    bm25_min_coverage: float = 0.3
     # Recall from the in-process mirror (docs/architecture.md); false = every channel queries SQLite
     # (no build time or memory — about 190 MB at 100k memories — but 5-10x slower recall).
     recall_mirror: bool = True
-    # Recall quality knobs (docs/benchmarks.md, "Ranking techniques"): chosen on the tuning splits of
-    # the episode set and the robot set, confirmed on their held-out splits.
-    fusion: str = "minmax"  # rrf | zscore | minmax: rank fusion, or normalised scores weighted per channel
-    bm25_k1: float = 0.6  # BM25 term-frequency saturation (FTS5's own bm25() uses 1.2)
-    bm25_b: float = 0.1  # BM25 length normalisation (FTS5: 0.75); short lessons want little
-    query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
-    neighbour_share: float = 0.25  # a memory gains this share of its episode neighbours' scores
-    episode_share: float = 0.1  # a memory gains this share of its episode's best score
-    context_boost: float = 1.0  # gain (× best score × rarity) for carrying context values the query names
-    # A query asking for the step after (before) the one it describes: this share of each memory's score
-    # passes to the next (previous) memory of its episode.
-    direction_share: float = 0.8
-    # Weight in fusion of a third channel: each memory's text after its predecessor's in the session,
-    # embedded together; above 0 learn also embeds that (one more passage embedding). Off: it did not
-    # help beside episode structure (docs/benchmarks.md).
-    episode_vector_weight: float = 0.0
+    # How recall ranks: the fields of RecallSettings, each a setting of its own name (rrf_k, fusion, ...).
+    recall: RecallSettings = dataclasses.field(default_factory=RecallSettings)
     # Optional cross-encoder reranking of recall's best candidates over HTTP (POST {rerank_url}/rerank);
     # "" = off. On a failure or timeout recall keeps its own order.
     rerank_url: str = ""
@@ -99,8 +110,6 @@ class Settings:
     # "" = the id stored in the database file when it was created (host name + store id): unique per
     # file even when simulated robots share a host, and unchanged when the host is renamed.
     robot_id: str = ""
-    # Recall score factor of the robot's own memories among the fleet's (docs/fleet.md, measured there).
-    own_robot_boost: float = 1.2
     # Storage
     # A PostgreSQL store (docs/fleet.md): postgresql://user@host:port/dbname; "" = the SQLite file above.
     database_url: str = ""
@@ -123,16 +132,39 @@ class Settings:
         return self.db_path if self.db_path is not None else self.home / "memory.db"
 
     def replace(self, **changes: Any) -> Settings:
-        """Return a copy with ``changes`` applied (values are converted and checked)."""
-        merged = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Return a copy with ``changes`` (setting keys, recall's among them) applied, converted and checked."""
+        merged = setting_values(self)
         for key, value in changes.items():
             if value is None:
                 continue
             merged[key] = _convert(key, value, source="argument")
-        return _checked(Settings(**merged))
+        return _checked(_settings(merged))
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_RECALL_KEYS = tuple(f.name for f in dataclasses.fields(RecallSettings))
+# Every setting key, in the order of the fields (recall's where ``Settings.recall`` stands).
+SETTING_KEYS = tuple(
+    key for f in dataclasses.fields(Settings) for key in (_RECALL_KEYS if f.name == "recall" else (f.name,))
+)
+_DEFAULTS = Settings()
+
+
+def setting_value(settings: Settings, key: str) -> Any:
+    """Return the value of the setting ``key`` (a key of ``SETTING_KEYS``)."""
+    return getattr(settings.recall if key in _RECALL_KEYS else settings, key)
+
+
+def setting_values(settings: Settings) -> dict[str, Any]:
+    """Return every setting of ``settings`` by key."""
+    return {key: setting_value(settings, key) for key in SETTING_KEYS}
+
+
+def _settings(values: dict[str, Any]) -> Settings:
+    """``Settings`` from values by setting key (recall's go into its ``RecallSettings``)."""
+    recall = RecallSettings(**{k: v for k, v in values.items() if k in _RECALL_KEYS})
+    return Settings(**{k: v for k, v in values.items() if k not in _RECALL_KEYS}, recall=recall)
+
+
 # Settings that name a file or directory, with what they accept (an empty value is refused).
 _PATH_SETTINGS = {
     "home": "a directory path (leave ROBOTMEM_HOME unset for ~/.robotmem)",
@@ -141,11 +173,11 @@ _PATH_SETTINGS = {
 
 
 def _convert(key: str, raw: Any, *, source: str) -> Any:
-    if key not in _FIELDS:
+    if key not in SETTING_KEYS:
         raise ValidationError(
-            f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(_FIELDS))}"
+            f"{source}: unknown setting {key!r}; known settings: {', '.join(sorted(SETTING_KEYS))}"
         )
-    default = getattr(Settings(), key)
+    default = setting_value(_DEFAULTS, key)
     if key in _PATH_SETTINGS and isinstance(raw, (str, os.PathLike)) and not str(raw).strip():
         # Path("") is "." (the working directory): an empty path is a mistake, not a location.
         raise ValidationError(f"{source}: setting {key!r} is {str(raw)!r}; accepted: {_PATH_SETTINGS[key]}")
@@ -242,15 +274,15 @@ def _out_of_range(key: str, value: Any, accepted: str) -> SettingRangeError:
 def check_ranges(settings: Settings) -> None:
     """Raise ``ValidationError`` naming the setting, its value and the accepted range for any value out of range."""
     for key, (low, high, accepted) in _FLOAT_RANGES.items():
-        value = getattr(settings, key)
+        value = setting_value(settings, key)
         if not math.isfinite(value) or value < low or (high is not None and value > high):
             raise _out_of_range(key, value, f"a finite number within {accepted}")
     for key, (low_int, high_int) in _INT_RANGES.items():
-        value = getattr(settings, key)
+        value = setting_value(settings, key)
         if not low_int <= value <= high_int:
             raise _out_of_range(key, value, f"an integer within {low_int}..{high_int}")
     for key in _PATH_SETTINGS:
-        path = getattr(settings, key)
+        path = setting_value(settings, key)
         if path is not None and "\x00" in str(path):
             raise _out_of_range(key, str(path), "a file system path without NUL characters")
     name = settings.collection
@@ -259,7 +291,7 @@ def check_ranges(settings: Settings) -> None:
             "collection", name, "1..200 printable characters without surrounding spaces or line breaks"
         )
     for key in _URL_SETTINGS + _OPTIONAL_URL_SETTINGS:
-        url = getattr(settings, key)
+        url = setting_value(settings, key)
         if key in _OPTIONAL_URL_SETTINGS and not url:
             continue
         if not url.startswith(("http://", "https://")) or not url.isprintable() or " " in url:
@@ -272,7 +304,7 @@ def check_ranges(settings: Settings) -> None:
         "rerank_model",
         "rerank_api_key",
     ):
-        value = getattr(settings, key)
+        value = setting_value(settings, key)
         if value != value.strip() or not value.isprintable():
             secret = key in ("web_token", "openai_api_key", "rerank_api_key")
             raise SettingRangeError(
@@ -305,10 +337,10 @@ def _checked(settings: Settings) -> Settings:
     check_ranges(settings)
     if settings.embed_backend not in EMBED_BACKENDS:
         raise _out_of_range("embed_backend", settings.embed_backend, f"one of {', '.join(EMBED_BACKENDS)}")
-    if settings.fusion not in FUSION_METHODS:
-        raise _out_of_range("fusion", settings.fusion, f"one of {', '.join(FUSION_METHODS)}")
-    if settings.query_stopwords not in ("basic", "extended"):
-        raise _out_of_range("query_stopwords", settings.query_stopwords, "basic or extended")
+    if settings.recall.fusion not in FUSION_METHODS:
+        raise _out_of_range("fusion", settings.recall.fusion, f"one of {', '.join(FUSION_METHODS)}")
+    if settings.recall.query_stopwords not in ("basic", "extended"):
+        raise _out_of_range("query_stopwords", settings.recall.query_stopwords, "basic or extended")
     if not 1 <= settings.top_k <= settings.max_n:
         raise SettingRangeError(
             "top_k", repr(settings.top_k), f"an integer within 1..max_n ({settings.max_n})", ("max_n",)
@@ -358,13 +390,13 @@ def load_settings(env: Mapping[str, str], path: Path | None = None) -> Settings:
         if not name.startswith("ROBOTMEM_") or name == "ROBOTMEM_HOME":
             continue
         key = name[len("ROBOTMEM_") :].lower()
-        if key in _FIELDS:
+        if key in SETTING_KEYS:
             values[key] = _convert(key, raw, source=f"environment variable {name}")
             sources[key] = f"environment variable {name}"
     if "home" in values and "db_path" not in values:
         values["db_path"] = None
     try:
-        return _checked(Settings(**values))
+        return _checked(_settings(values))
     except SettingRangeError as exc:
         source = next((sources[k] for k in (exc.setting, *exc.related) if k in sources), None)
         if source is None:

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from robotmem import RobotMemory, ValidationError
-from robotmem.config import Settings
+from robotmem.config import RecallSettings, Settings
 from robotmem.query.filters import parse_filter
-from robotmem.service.recall import RecallPlan, Tuning, run_on
-from robotmem.service.scoring import bm25_words, step_direction, value_weights
-from robotmem.store.protocol import NamedValues, VectorQuery
+from robotmem.service.recall.pipeline import run_on
+from robotmem.service.recall.plan import RecallPlan
+from robotmem.service.recall.scoring import bm25_words, step_direction, value_weights
+from robotmem.store.protocol import ChannelQuery, NamedValues, VectorQuery
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror
@@ -193,8 +194,7 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
     assert isinstance(store, SqliteStore)
     model, _ = mem.engine.vector_model()
     assert model is not None
-    tuning = Tuning(
-        rrf_k=1,
+    tuning = RecallSettings(
         fusion=fusion,
         vector_weight=2.0,
         neighbour_share=0.5,
@@ -219,11 +219,12 @@ def test_mirror_and_sql_sources_score_alike_with_every_technique_on(
             tx = SqliteTx(conn, store)
             sql = SqlCandidates(conn, plan.scope, store.vector_index, store.episode_index)
             with_sql = run_on(sql, tx, plan, tuning, vector)
-            from_mirror = MirrorCandidates(conn, plan.scope, store.vector_index, mirror, store.episode_index)
+            from_mirror = MirrorCandidates(sql, plan.scope, mirror)
             with_mirror = run_on(from_mirror, tx, plan, tuning, vector)
-            assert from_mirror.episode_vectors_scored(vector, 50) == sql.episode_vectors_scored(vector, 50)
+            episodes = ChannelQuery(vector=vector, episode_vectors=True)
+            assert from_mirror.ranked(episodes) == sql.ranked(episodes)
             # Steps 1-4 of the three episodes have one; the filter leaves out step 3 of the second.
-            assert len(sql.episode_vectors_scored(vector, 50)) == (11 if raw else 12)
+            assert len(sql.ranked(episodes).episode_vectors) == (11 if raw else 12)
             assert with_sql.mode == with_mirror.mode == "hybrid"
             assert [h.memory.id for h in with_mirror.hits] == [h.memory.id for h in with_sql.hits]
             assert [h.score for h in with_mirror.hits] == pytest.approx(
@@ -312,12 +313,10 @@ def test_sql_and_mirror_score_bm25_alike_with_any_constants_and_coverage(
                 filter=parse_filter({"kept": True}),
             )
             words = bm25_words(query, "basic")
-            with_sql = SqlCandidates(conn, plan.scope, store.vector_index).text_scored(
-                words, 50, coverage, k1, b
-            )
-            with_mirror = MirrorCandidates(conn, plan.scope, store.vector_index, mirror).text_scored(
-                words, 50, coverage, k1, b
-            )
+            asked = ChannelQuery(words, depth=50, min_coverage=coverage, k1=k1, b=b)
+            sql = SqlCandidates(conn, plan.scope, store.vector_index, store.episode_index)
+            with_sql = sql.ranked(asked).text
+            with_mirror = MirrorCandidates(sql, plan.scope, mirror).ranked(asked).text
             assert len(with_sql) > 0, query
             assert [m for m, _ in with_mirror] == [m for m, _ in with_sql]
             assert [s for _, s in with_mirror] == pytest.approx([s for _, s in with_sql], rel=1e-9)

@@ -3,7 +3,7 @@
 llama.cpp's ``llama-server --reranking``, vLLM, LocalAI and Jina-style services answer
 ``POST {rerank_url}/rerank`` with ``{"model", "query", "documents", "top_n"}`` by
 ``{"results": [{"index": i, "relevance_score": s}, ...]}``. Recall sends the query and the texts of its
-best candidates and orders them by those scores (``service/rerank.py``). Failures count in a
+best candidates and orders them by those scores (``service/recall/rerank.py``). Failures count in a
 ``Cooldown`` like the HTTP embedders': while it runs, ``available`` is False and recall keeps its own
 order without touching the network. Ollama serves no rerank endpoint, so it cannot be a reranker
 (docs/embedders.md, "Reranking").

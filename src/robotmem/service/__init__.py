@@ -5,15 +5,14 @@ engine.py      Engine — store, settings, clock, embedder, the current session
 memories.py    learn, update, forget, get_memory (dedup on learn)
 perceptions.py save_perception, save_perceptions
 sessions.py    start_session, end_session (consolidation, decay, related memories), get_session
-recall.py      the recall pipeline over the store's candidate channels
-scoring.py     recall scoring: fusion of the channels, episode structure, named context values
-rerank.py      optional cross-encoder reranking of recall's best candidates, with a fallback
 browse.py      read-only views for dashboards and the web UI
 maintenance.py doctor, integrity_report, repair, backup
 files.py       where backup and export may write: the guard of the live database and existing files
 transfer.py    export and import as JSON Lines
 sync.py        robotmem sync: changes exchanged with a fleet store, incrementally and idempotently
 backfill.py    vectors for memories without one, re-embedding, the background backfill thread
+recall/        the recall pipeline over the store's candidate channels: plan, pipeline, relevance,
+               scoring (fusion, episode structure, named values), rerank
 """
 
 from robotmem.service.facade import RobotMemory

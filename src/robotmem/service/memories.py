@@ -107,7 +107,7 @@ def learn(
 def _episode_vector(engine: Engine, text: str, raw_session: str | None) -> tuple[str, FloatArray] | None:
     """Return ``(session, vector)`` of ``text`` after its predecessor's in the session it joins, embedded
     together, when ``episode_vector_weight`` is on and the session holds a memory already; else None."""
-    if engine.settings.episode_vector_weight <= 0:
+    if engine.settings.recall.episode_vector_weight <= 0:
         return None
     session = parse_name("session_id", raw_session) if raw_session is not None else engine.current_session
     if session is None:

@@ -82,58 +82,72 @@ class NamedValues:
     carriers: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
-class CandidateSource(Protocol):
-    """The channels of one recall over its scope, inside the recall's read transaction.
+@dataclass(frozen=True, slots=True)
+class ChannelQuery:
+    """What one recall asks of its ranked channels.
 
-    Every method sees only memories the scope allows, so no limit hides a memory that passes the filters.
+    ``words``: the BM25 query words (quoted tokens; empty: no text channel); ``vector``: the query embedding
+    (None: no vector channel); ``depth``: how many of each channel's best; ``min_coverage`` > 0 leaves out
+    text matches whose query words carry less than that share of the query's IDF; ``k1`` and ``b``: the BM25
+    constants (an engine whose constants are fixed, FTS5's 1.2 and 0.75, scores other ones itself);
+    ``episode_vectors``: also rank the episode vectors (``VectorTable.put_episode``) of the query's model.
     """
 
-    def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
-        """Return up to ``depth`` ids matching any of ``words`` (quoted tokens), best BM25 first.
+    words: Sequence[str] = ()
+    vector: VectorQuery | None = None
+    depth: int = 50
+    min_coverage: float = 0.0
+    k1: float = 1.2
+    b: float = 0.75
+    episode_vectors: bool = False
 
-        ``min_coverage`` > 0 leaves out matches whose query words carry less than that share of the
-        query's IDF (an engine that cannot tell may ignore it).
-        """
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """Each channel's ``(id, score)`` candidates, best first: BM25 (higher is better) and cosine similarity."""
+
+    text: list[tuple[int, float]] = field(default_factory=list)
+    vectors: list[tuple[int, float]] = field(default_factory=list)
+    episode_vectors: list[tuple[int, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """Which of some memories are real-world experience (``env.sim_or_real`` is ``"real"``) and which are a
+    given robot's own."""
+
+    real_world: set[int] = field(default_factory=set)
+    own: set[int] = field(default_factory=set)
+
+
+class CandidateSource(Protocol):
+    """The questions one recall asks about its scope, on the recall's read snapshot.
+
+    Every answer holds only memories the scope allows, so no limit hides a memory that passes the filters.
+    """
+
+    def ranked(self, query: ChannelQuery) -> Ranked:
+        """Return each channel's ``query.depth`` best candidates (ties by smaller id); an engine whose
+        channels run in different places may run them side by side."""
         ...
 
     def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
-        """Return the ids among ``ids`` (memories this scope allows) that ``text`` with no depth limit
-        would return: the text half of a spatial recall's relevance gate, asked only of the nearest."""
+        """Return the ids among ``ids`` that the text channel with no depth limit would return: the text half
+        of a spatial recall's relevance gate, asked only about the nearest memories and the pool."""
         ...
 
-    def text_scored(
-        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
-    ) -> list[tuple[int, float]]:
-        """``text`` with each id's BM25 score (higher is better).
-
-        ``k1`` and ``b`` are the BM25 constants; an engine whose constants are fixed (FTS5: 1.2, 0.75)
-        may ignore them.
-        """
+    def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
+        """Return id → distance of the ``n`` nearest memories with a point at ``spatial.path`` of the target's
+        dimension, within ``max_distance`` when set, with every tie at the n-th distance."""
         ...
 
-    def vectors(self, query: VectorQuery, depth: int) -> list[int]:
-        """Return up to ``depth`` ids by cosine similarity to ``query``, most similar first."""
+    def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
+        """Return up to ``limit`` (None: every) ids not in ``exclude``, in ``order``: ``"id"`` (smallest
+        first), ``"oldest"`` or ``"newest"`` (by ``created_at``, ties by id in the same direction)."""
         ...
 
-    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        """``vectors`` with each id's cosine similarity."""
-        ...
-
-    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        """``vectors_scored`` over the episode vectors (``VectorTable.put_episode``) of ``query``'s model."""
-        ...
-
-    def text_and_vectors_scored(
-        self,
-        words: Sequence[str],
-        vector: VectorQuery | None,
-        depth: int,
-        min_coverage: float,
-        k1: float = 1.2,
-        b: float = 0.75,
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """``text_scored`` (empty without ``words``) and ``vectors_scored`` (empty without ``vector``) of one
-        recall: an engine whose channels run in different places may run them side by side."""
+    def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
+        """Return which of ``ids`` are real-world experience and which are ``robot_id``'s own (none for None)."""
         ...
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
@@ -151,27 +165,6 @@ class CandidateSource(Protocol):
         value) → memories for this (SQLite: a table kept by triggers, ``store/sqlite/values.py``); a
         lookup must not read every context.
         """
-        ...
-
-    def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
-        """Return id → distance of the ``n`` nearest memories with a point at ``spatial.path`` of the target's
-        dimension, within ``max_distance`` when set, with every tie at the n-th distance."""
-        ...
-
-    def first(self, n: int, exclude: Collection[int]) -> list[int]:
-        """Return up to ``n`` ids not in ``exclude``, smallest first."""
-        ...
-
-    def in_time_order(self, *, newest_first: bool, limit: int | None) -> list[int]:
-        """Return the ids in ``created_at`` order (ties by id), up to ``limit``."""
-        ...
-
-    def real_world(self, ids: Iterable[int]) -> set[int]:
-        """Return the ids among ``ids`` whose context says ``env.sim_or_real`` is ``"real"``."""
-        ...
-
-    def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
-        """Return the ids among ``ids`` of memories whose ``robot_id`` is ``robot_id``."""
         ...
 
 

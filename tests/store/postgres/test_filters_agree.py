@@ -250,7 +250,7 @@ def passing(stores: tuple[Store, Store], rows: list[dict[str, Any]], raw: Any) -
     ids = [store.write(lambda tx: tx.memories.insert_many(news)) for store in stores]
     assert ids[0] == ids[1], "the stores must give the same ids (filters may name an id)"
     scope = RecallScope(collection=collection, min_confidence=0.0, filter=node)
-    found = [store.read(lambda tx: tx.candidates(scope).first(100, ())) for store in stores]
+    found = [store.read(lambda tx: tx.candidates(scope).listed(100, order="id")) for store in stores]
     return (
         [ids[0].index(m) for m in found[0]],
         [ids[1].index(m) for m in found[1]],

@@ -19,7 +19,7 @@ from robotmem.query.filters import parse_filter, reads_volatile
 from robotmem.store.postgres.candidates import PgCandidates, predicate
 from robotmem.store.postgres.passing import PassingMasks
 from robotmem.store.postgres.store import PostgresStore
-from robotmem.store.protocol import RecallScope
+from robotmem.store.protocol import ChannelQuery, RecallScope
 
 FILTERS: list[dict[str, Any] | None] = [
     None,
@@ -149,10 +149,10 @@ def _channels(
     """The two channels: asked one after the other without copies, else side by side."""
 
     def run(tx: Any) -> Any:
-        source = PgCandidates(tx.conn, scope, postings, masks=masks)
-        if postings is None:
-            return source.text_scored(words, 20, 0.2), source.vectors_scored(vector, 20)
-        return source.text_and_vectors_scored(words, vector, 20, 0.2)
+        ranked = PgCandidates(tx.conn, scope, postings, masks=masks).ranked(
+            ChannelQuery(words, vector, depth=20, min_coverage=0.2)
+        )
+        return ranked.text, ranked.vectors
 
     return mem.engine.read(run)
 
@@ -161,7 +161,7 @@ def test_text_beside_vectors_gives_each_channel_alone(postgres_server: Any, tmp_
     """With the scope's mask the process ranks BM25 in a thread while the server walks the vectors: the
     same two lists as the channels asked one after the other, with and without the process's copies."""
     from robotmem.embedders.hashing import HashingEmbedder
-    from robotmem.service.scoring import bm25_words
+    from robotmem.service.recall.scoring import bm25_words
     from robotmem.store.postgres.postings import TextPostings
     from robotmem.store.protocol import VectorQuery
 

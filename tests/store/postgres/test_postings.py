@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.query.filters import parse_filter
-from robotmem.service.scoring import bm25_words
+from robotmem.service.recall.scoring import bm25_words
 from robotmem.store.postgres import candidates as pg_candidates
 from robotmem.store.postgres.candidates import PgCandidates
 from robotmem.store.postgres.passing import PassingMasks
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.store import PostgresStore
-from robotmem.store.protocol import RecallScope
+from robotmem.store.protocol import ChannelQuery, RecallScope
 
 QUERIES = [
     "grip force trial",
@@ -83,7 +83,11 @@ def _ranked(
     **knobs: Any,
 ) -> list[tuple[int, float]]:
     def run(tx: Any) -> list[tuple[int, float]]:
-        return PgCandidates(tx.conn, scope, postings, masks=masks).text_scored(words, depth, **knobs)
+        return (
+            PgCandidates(tx.conn, scope, postings, masks=masks)
+            .ranked(ChannelQuery(words, depth=depth, **knobs))
+            .text
+        )
 
     return mem.engine.read(run)
 

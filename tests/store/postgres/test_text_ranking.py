@@ -17,8 +17,8 @@ import pytest
 from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.query.filters import parse_filter
-from robotmem.service.scoring import bm25_words
-from robotmem.store.protocol import RecallScope
+from robotmem.service.recall.scoring import bm25_words
+from robotmem.store.protocol import ChannelQuery, RecallScope
 
 QUERIES = ["grip force trial", "gripper slipped on the glossy cup", "force"]
 
@@ -61,7 +61,7 @@ def test_a_selective_filter_ranks_alike_on_both_engines(
         [
             (memory_id, f"{score:.12g}")
             for memory_id, score in mem.engine.read(
-                lambda tx: tx.candidates(scope).text_scored(words, 8, 0.0)
+                lambda tx: tx.candidates(scope).ranked(ChannelQuery(words, depth=8)).text
             )
         ]
         for mem in both

@@ -14,7 +14,7 @@ from robotmem.config import Settings
 from robotmem.query.filters import parse_filter
 from robotmem.store.postgres import vectors as pg_vectors
 from robotmem.store.postgres.candidates import PgCandidates
-from robotmem.store.protocol import RecallScope, VectorQuery
+from robotmem.store.protocol import ChannelQuery, RecallScope, VectorQuery
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def _search(mem: RobotMemory, text: str, context_filter: dict[str, Any] | None, 
     def run(tx: Any) -> tuple[list[tuple[int, float]], str]:
         indexes = tx.conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'memories'").fetchall()
         assert any("hnsw" in str(r[0]) for r in indexes), "recording the model built the HNSW index"
-        found = PgCandidates(tx.conn, scope).vectors_scored(query, depth)
+        found = PgCandidates(tx.conn, scope).ranked(ChannelQuery(vector=query, depth=depth)).vectors
         seqscan = str(tx.conn.execute("SHOW enable_seqscan").fetchone()[0])
         return found, seqscan
 

@@ -12,7 +12,7 @@ from tests.store.sqlite.conftest import query_vector, vector_index
 from robotmem import RobotMemory
 from robotmem.query.filters import parse_filter
 from robotmem.query.spatial import parse_spatial_sort
-from robotmem.store.protocol import RecallScope
+from robotmem.store.protocol import ChannelQuery, RecallScope
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
 from robotmem.store.sqlite.connection import open_database
@@ -71,32 +71,32 @@ def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
     matched = 0
     try:
         for scope in _scopes(session):
-            sql = SqlCandidates(conn, scope, store.vector_index)
-            mirrored = MirrorCandidates(conn, scope, store.vector_index, mirror)
-            everything = sql.in_time_order(newest_first=False, limit=None)
-            assert mirrored.in_time_order(newest_first=False, limit=None) == everything
-            assert mirrored.in_time_order(newest_first=True, limit=7) == everything[::-1][:7]
+            sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
+            mirrored = MirrorCandidates(sql, scope, mirror)
+            everything = sql.listed(None, order="oldest")
+            assert mirrored.listed(None, order="oldest") == everything
+            assert mirrored.listed(7, order="newest") == everything[::-1][:7]
             for query in QUERIES:
                 words = query_tokens(query)
-                text = sql.text_scored(words, 1000, 0.0)
-                _same_scores(mirrored.text_scored(words, 1000, 0.0), text, rel=1e-9)
-                tuned = sql.text_scored(words, 1000, 0.3, k1=0.6, b=0.0)
-                _same_scores(mirrored.text_scored(words, 1000, 0.3, k1=0.6, b=0.0), tuned, rel=1e-9)
-                vector = query_vector(memory, query)
-                _same_scores(
-                    mirrored.vectors_scored(vector, 1000), sql.vectors_scored(vector, 1000), abs=1e-6
-                )
+                text = sql.ranked(ChannelQuery(words, depth=1000)).text
+                _same_scores(mirrored.ranked(ChannelQuery(words, depth=1000)).text, text, rel=1e-9)
+                tuned = ChannelQuery(words, depth=1000, min_coverage=0.3, k1=0.6, b=0.0)
+                _same_scores(mirrored.ranked(tuned).text, sql.ranked(tuned).text, rel=1e-9)
+                vector = ChannelQuery(vector=query_vector(memory, query), depth=1000)
+                _same_scores(mirrored.ranked(vector).vectors, sql.ranked(vector).vectors, abs=1e-6)
                 matched += len(text)
             assert mirrored.nearest(spatial, 10) == pytest.approx(sql.nearest(spatial, 10))
-            assert mirrored.first(6, set(everything[:3])) == sql.first(6, set(everything[:3]))
-            assert mirrored.real_world(everything) == sql.real_world(everything)
+            skipped = set(everything[:3])
+            assert mirrored.listed(6, order="id", exclude=skipped) == sql.listed(
+                6, order="id", exclude=skipped
+            )
             assert mirrored.episodes(everything) == sql.episodes(everything)
             named = {"franka-02", "mug", "kitchen", "nothing-named"}
             assert mirrored.named_values(named, 1.0) == sql.named_values(named, 1.0)
             robot = memory.engine.robot_id
-            assert (
-                mirrored.from_robot(everything, robot) == sql.from_robot(everything, robot) == set(everything)
-            )
+            assert mirrored.marks(everything, robot) == sql.marks(everything, robot)
+            assert sql.marks(everything, robot).own == set(everything)
+            assert sql.marks(everything, None).own == set()
         assert matched > 0
     finally:
         mirror.close()
@@ -112,9 +112,8 @@ def test_the_sql_source_ranks_text_as_fts5_does(filled: RobotMemory) -> None:
             where, params = predicate(scope)
             for query in QUERIES:
                 fts5 = [m for m, _ in search.search_fts(conn, fts_query(query) or "", where, params, 50)]
-                assert (
-                    SqlCandidates(conn, scope, store.vector_index).text(query_tokens(query), 50, 0.0) == fts5
-                )
+                source = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
+                assert [m for m, _ in source.ranked(ChannelQuery(query_tokens(query), depth=50)).text] == fts5
     finally:
         conn.close()
 
@@ -130,10 +129,10 @@ def test_a_scope_admits_exactly_the_rows_its_predicate_admits(episodes: tuple[Ro
             rows = sorted(
                 int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {where}", params)
             )
-            sql = SqlCandidates(conn, scope, store.vector_index)
-            mirrored = MirrorCandidates(conn, scope, store.vector_index, mirror)
-            assert sorted(sql.in_time_order(newest_first=False, limit=None)) == rows
-            assert mirrored.first(len(rows) + 1, set()) == rows
+            sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
+            mirrored = MirrorCandidates(sql, scope, mirror)
+            assert sorted(sql.listed(None, order="oldest")) == rows
+            assert mirrored.listed(len(rows) + 1, order="id") == rows
     finally:
         mirror.close()
         conn.close()

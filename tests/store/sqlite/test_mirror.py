@@ -14,11 +14,12 @@ from tests.store.sqlite.conftest import fill, query_vector, vector_index
 from tests.strategies import examples
 
 from robotmem import RobotMemory
-from robotmem.config import Settings
+from robotmem.config import RecallSettings, Settings
 from robotmem.query.bm25 import LexicalIndex
 from robotmem.query.filters import parse_filter
 from robotmem.query.spatial import parse_spatial_sort
-from robotmem.service.recall import RecallOutcome, RecallPlan, Tuning, run_on
+from robotmem.service.recall.pipeline import RecallOutcome, run_on
+from robotmem.service.recall.plan import RecallPlan
 from robotmem.store.protocol import VectorQuery
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
@@ -32,16 +33,13 @@ def _run(
     store: SqliteStore,
     conn: sqlite3.Connection,
     plan: RecallPlan,
-    tuning: Tuning,
+    tuning: RecallSettings,
     vector: VectorQuery | None,
     mirror: RecallMirror | None = None,
 ) -> RecallOutcome:
     """The recall pipeline on ``conn``'s snapshot, over the mirror's channels or (without one) SQL's."""
-    source = (
-        SqlCandidates(conn, plan.scope, store.vector_index)
-        if mirror is None
-        else MirrorCandidates(conn, plan.scope, store.vector_index, mirror)
-    )
+    sql = SqlCandidates(conn, plan.scope, store.vector_index, store.episode_index)
+    source = sql if mirror is None else MirrorCandidates(sql, plan.scope, mirror)
     return run_on(source, SqliteTx(conn, store), plan, tuning, vector)
 
 
@@ -278,8 +276,8 @@ def test_spatial_sort_from_the_mirror_matches_the_sql_path(
             spatial=parse_spatial_sort(raw_spatial),
         )
         vector = query_vector(filled, query) if query else None
-        with_sql = _run(store, conn, plan, Tuning(rrf_k=1), vector)
-        with_mirror = _run(store, conn, plan, Tuning(rrf_k=1), vector, mirror)
+        with_sql = _run(store, conn, plan, RecallSettings(), vector)
+        with_mirror = _run(store, conn, plan, RecallSettings(), vector, mirror)
         assert [h.spatial_distance for h in with_mirror.hits] == [h.spatial_distance for h in with_sql.hits]
         assert len(with_mirror.hits) > 0
         if not query:  # no channel scores: the order is fully determined
@@ -378,10 +376,13 @@ def test_a_snapshot_older_than_the_mirror_skips_memories_it_cannot_see(
             plan = RecallPlan(query="sponge", n=5, min_confidence=0.0, collection="default")
             store = writer.engine.store
             assert isinstance(store, SqliteStore)
-            hits = _run(store, before, plan, Tuning(), None, mirror).hits
+            hits = _run(store, before, plan, RecallSettings(), None, mirror).hits
             assert [h.memory.id for h in hits] == [old]
             mirror.sync(before)  # an older snapshot never moves the mirror back
-            assert {h.memory.id for h in _run(store, after, plan, Tuning(), None, mirror).hits} == {old, new}
+            assert {h.memory.id for h in _run(store, after, plan, RecallSettings(), None, mirror).hits} == {
+                old,
+                new,
+            }
         finally:
             before.close()
             after.close()

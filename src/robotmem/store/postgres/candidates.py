@@ -16,6 +16,7 @@ too few, and the SQL ranking over the passing memories answers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
-from robotmem.store.protocol import EVERY, NamedValues, RecallScope, VectorQuery
+from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope
 from robotmem.text.tokens import query_tokens, word_set
 
 
@@ -190,6 +191,7 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
+_ORDERS = {"id": "m.id", "oldest": "m.created_at ASC, m.id ASC", "newest": "m.created_at DESC, m.id DESC"}
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
 # Where the process ranks BM25 while the server searches the vectors of the same recall: (pid, pool).
@@ -327,8 +329,33 @@ class PgCandidates:
                 self._postings = None
         return self._postings
 
-    def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
-        return [m for m, _ in self.text_scored(words, depth, min_coverage)]
+    def ranked(self, query: ChannelQuery) -> Ranked:
+        words, vector, depth = query.words, query.vector, query.depth
+        postings = self._synced_postings() if words and vector is not None and depth > 0 else None
+        allowed = self._scope_mask() if postings is not None else None
+        if postings is None or allowed is None or vector is None:
+            text = self._text(words, depth, query.min_coverage, query.k1, query.b) if words else []
+            return Ranked(text, *self._cosine(query))
+        # With the scope's mask the text ranking needs no server: this process ranks (numpy, which lets
+        # go of the GIL) while the server walks the vectors, on the two cores instead of one after the other.
+        ranked = _beside_pool().submit(
+            self._ranked_here, postings, allowed, words, depth, query.min_coverage, query.k1, query.b
+        )
+        try:
+            vectors, episode = self._cosine(query)
+        finally:
+            text = ranked.result()
+        return Ranked(text, vectors, episode)
+
+    def _cosine(self, query: ChannelQuery) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """The vector channel and, when asked, the episode vectors' (both empty without a query vector)."""
+        vector = query.vector
+        if vector is None:
+            return [], []
+        found = search_vectors(self._conn, vector, self.where, self.params, query.depth, hint=self.hint)
+        if not query.episode_vectors:
+            return found, []
+        return found, search_episode_vectors(self._conn, vector, self.where, self.params, query.depth)
 
     def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
         wanted = np.fromiter(ids, dtype=np.int64)
@@ -344,13 +371,15 @@ class PgCandidates:
                 terms = text_index.query_terms(words)
                 matched = postings.rank(terms, self._collection, min_coverage, K1, B).ids
             else:
-                matched = np.asarray(self.text(words, EVERY, min_coverage), dtype=np.int64)
+                found = self._text(words, EVERY, min_coverage, K1, B)
+                matched = np.asarray([m for m, _ in found], dtype=np.int64)
             self._matches[key] = matched
         return {int(m) for m in wanted[np.isin(wanted, matched)]}
 
-    def text_scored(
-        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
+    def _text(
+        self, words: Sequence[str], depth: int, min_coverage: float, k1: float, b: float
     ) -> list[tuple[int, float]]:
+        """The text channel: ranked in this process (checked with the mask, or on the server), else in SQL."""
         postings = self._synced_postings() if depth > 0 else None
         if postings is not None:
             allowed = self._scope_mask()
@@ -372,31 +401,6 @@ class PgCandidates:
             min_coverage=min_coverage,
         )
 
-    def text_and_vectors_scored(
-        self,
-        words: Sequence[str],
-        vector: VectorQuery | None,
-        depth: int,
-        min_coverage: float,
-        k1: float = 1.2,
-        b: float = 0.75,
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        postings = self._synced_postings() if words and vector is not None and depth > 0 else None
-        allowed = self._scope_mask() if postings is not None else None
-        if postings is None or allowed is None or vector is None:
-            text = self.text_scored(words, depth, min_coverage, k1, b) if words else []
-            return text, self.vectors_scored(vector, depth) if vector is not None else []
-        # With the scope's mask the text ranking needs no server: this process ranks (numpy, which lets
-        # go of the GIL) while the server walks the vectors, on the two cores instead of one after the other.
-        ranked = _beside_pool().submit(
-            self._ranked_here, postings, allowed, words, depth, min_coverage, k1, b
-        )
-        try:
-            vectors = self.vectors_scored(vector, depth)
-        finally:
-            text = ranked.result()
-        return text, vectors
-
     def _ranked_here(
         self,
         postings: TextPostings,
@@ -410,12 +414,6 @@ class PgCandidates:
         """The ``depth`` best BM25 matches of the scope, ranked in this process with its mask: no server."""
         terms = text_index.query_terms(words)
         return postings.rank(terms, self._collection, min_coverage, k1, b, allowed, depth).best(depth)
-
-    def vectors(self, query: VectorQuery, depth: int) -> list[int]:
-        return [m for m, _ in self.vectors_scored(query, depth)]
-
-    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        return search_vectors(self._conn, query, self.where, self.params, depth, hint=self.hint)
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         wanted = list(ids)
@@ -431,9 +429,6 @@ class PgCandidates:
         for memory_id, session in rows:
             members.setdefault(str(session), []).append(int(memory_id))
         return sorted(members.values(), key=min)
-
-    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        return search_episode_vectors(self._conn, query, self.where, self.params, depth)
 
     def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         if not candidates:
@@ -546,32 +541,24 @@ class PgCandidates:
         nth = sorted(found.values())[n - 1]
         return {m: d for m, d in found.items() if d <= nth}
 
-    def first(self, n: int, exclude: Collection[int]) -> list[int]:
-        rows = self._conn.execute(
-            f"SELECT m.id FROM memories m WHERE {self.where} ORDER BY m.id LIMIT %(first_limit)s",
-            {**self.params, "first_limit": n + len(exclude)},
-        )
-        return [m for m in (int(r[0]) for r in rows) if m not in exclude][:n]
-
-    def in_time_order(self, *, newest_first: bool, limit: int | None) -> list[int]:
-        order = "DESC" if newest_first else "ASC"
-        sql = f"SELECT m.id FROM memories m WHERE {self.where} ORDER BY m.created_at {order}, m.id {order}"
+    def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
+        sql = f"SELECT m.id FROM memories m WHERE {self.where} ORDER BY {_ORDERS[order]}"
         bound = dict(self.params)
         if limit is not None:
-            sql += " LIMIT %(select_limit)s"
-            bound["select_limit"] = limit
-        return [int(r[0]) for r in self._conn.execute(sql, bound)]
+            sql += " LIMIT %(listed_limit)s"
+            bound["listed_limit"] = limit + len(exclude)
+        ids = (int(r[0]) for r in self._conn.execute(sql, bound))
+        return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
-    def real_world(self, ids: Iterable[int]) -> set[int]:
+    def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
         rows = self._conn.execute(
-            "SELECT m.id FROM memories m WHERE m.id = ANY(%s) "
-            "AND m.context -> 'env' -> 'sim_or_real' = '\"real\"'::jsonb",
-            (list(ids),),
+            "SELECT m.id, m.context -> 'env' -> 'sim_or_real' = '\"real\"'::jsonb, m.robot_id = %s "
+            "FROM memories m WHERE m.id = ANY(%s)",
+            (robot_id, list(ids)),
         )
-        return {int(r[0]) for r in rows}
-
-    def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
-        rows = self._conn.execute(
-            "SELECT m.id FROM memories m WHERE m.id = ANY(%s) AND m.robot_id = %s", (list(ids), robot_id)
-        )
-        return {int(r[0]) for r in rows}
+        real: set[int] = set()
+        own: set[int] = set()
+        for memory_id, is_real, is_own in rows:
+            real.update((int(memory_id),) if is_real else ())
+            own.update((int(memory_id),) if is_own else ())
+        return Marks(real, own)

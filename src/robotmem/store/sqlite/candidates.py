@@ -2,9 +2,10 @@
 
 Both sources answer the same questions (``robotmem.store.protocol.CandidateSource``) over a scope, on the
 recall's read snapshot, and give the same candidates (``tests/store/sqlite/test_candidates.py`` compares
-them). ``MirrorCandidates`` turns the scope into one numpy mask by memory id and scores BM25 from the
-mirrored postings; ``SqlCandidates`` compiles the scope into the SQL of each channel — for a robot short
-of memory (``recall_mirror = false``).
+them). ``SqlCandidates`` compiles the scope into the SQL of each question — for a robot short of memory
+(``recall_mirror = false``). ``MirrorCandidates`` turns the scope into one numpy mask by memory id and
+answers from the mirror, handing the few questions the mirror cannot answer to an ``SqlCandidates`` of
+the same scope.
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ import numpy as np
 from robotmem.query import bm25
 from robotmem.query.filters import to_sql
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.protocol import EVERY, NamedValues, RecallScope, VectorQuery
+from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
 from robotmem.store.sqlite import search, values
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text.tokens import or_match
+
+Scored = list[tuple[int, float]]
+IndexFor = Callable[[str, int], MirroredIndex]
+_ORDERS = {"id": "m.id", "oldest": "m.created_at ASC, m.id ASC", "newest": "m.created_at DESC, m.id DESC"}
 
 
 def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
@@ -43,13 +48,8 @@ def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:
     return " AND ".join(parts), params
 
 
-def top(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[int]:
-    """Return up to ``depth`` of ``ids`` by score, best first (ties by smaller id)."""
-    return [m for m, _ in top_scored(ids, scores, depth)]
-
-
-def top_scored(ids: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
-    """``top`` with each id's score."""
+def top_scored(ids: np.ndarray, scores: np.ndarray, depth: int) -> Scored:
+    """Return up to ``depth`` ``(id, score)`` of ``ids`` by score, best first (ties by smaller id)."""
     if len(ids) > depth:
         head = np.argpartition(-scores, depth - 1)[:depth]
         ids, scores = ids[head], scores[head]
@@ -68,52 +68,44 @@ def allowed_among(ids: np.ndarray, allowed: BoolArray) -> BoolArray:
     return passing
 
 
+def nearest_of(found: dict[int, float], n: int) -> dict[int, float]:
+    """Return the ``n`` nearest of id → distance ``found``, with every tie at the n-th distance."""
+    if len(found) <= n:
+        return found
+    nth = sorted(found.values())[n - 1]
+    return {m: d for m, d in found.items() if d <= nth}
+
+
 class SqlCandidates:
-    """Every channel as SQL over the scope's compiled predicate (and the vector index for cosine)."""
+    """Every question as SQL over the scope's compiled predicate (and the vector indexes for cosine)."""
 
     def __init__(
-        self,
-        conn: sqlite3.Connection,
-        scope: RecallScope,
-        index_for: Callable[[str, int], MirroredIndex],
-        episode_index_for: Callable[[str, int], MirroredIndex] | None = None,
+        self, conn: sqlite3.Connection, scope: RecallScope, index_for: IndexFor, episode_index_for: IndexFor
     ) -> None:
         self._conn = conn
-        self._index_for = index_for
-        self._episode_index_for = episode_index_for
+        self.index_for = index_for
+        self.episode_index_for = episode_index_for
         self.collection = scope.collection
         self.where, self.params = predicate(scope)
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
-    def _index(self, query: VectorQuery, episode: bool = False) -> MirroredIndex | None:
-        index_for = self._episode_index_for if episode else self._index_for
-        if index_for is None:
-            return None
-        index = index_for(query.model_id, query.dim)
-        index.sync(self._conn)  # inside this snapshot: vectors written since the last recall count
-        return index
-
-    def text(self, words: Sequence[str], depth: int, min_coverage: float) -> list[int]:
-        return [m for m, _ in self.text_scored(words, depth, min_coverage)]
-
-    def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
-        wanted = set(ids)
-        if not wanted:
-            return set()
-        # Every match, ranked once per recall: the gate asks about a few more memories at a time.
-        key = (tuple(words), min_coverage)
-        if key not in self._matches:
-            self._matches[key] = set(self.text(words, EVERY, min_coverage))
-        return wanted & self._matches[key]
+    def ranked(self, query: ChannelQuery) -> Ranked:
+        text = self.text_scored(query.words, query.depth, query.min_coverage, query.k1, query.b)
+        if query.vector is None:
+            return Ranked(text)
+        episode = (
+            self._cosine(query.vector, query.depth, self.episode_index_for) if query.episode_vectors else []
+        )
+        return Ranked(text, self._cosine(query.vector, query.depth, self.index_for), episode)
 
     def text_scored(
-        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
-    ) -> list[tuple[int, float]]:
+        self, words: Sequence[str], depth: int, min_coverage: float, k1: float, b: float
+    ) -> Scored:
+        """The text channel: FTS5's ranking, or its matches scored here with other constants or a coverage."""
         match = or_match(words)
         if match is None:
             return []
         if (k1, b) != (bm25.K1, bm25.B) or min_coverage > 0:
-            # FTS5's bm25() has its constants built in and knows no coverage: score its matches here.
             scored = search.bm25_matches(self._conn, words, self.where, self.params, k1, b, min_coverage)
             if scored is not None:
                 ids = np.fromiter(scored, dtype=np.int64, count=len(scored))
@@ -124,34 +116,27 @@ class SqlCandidates:
             (m, -rank) for m, rank in search.search_fts(self._conn, match, self.where, self.params, depth)
         ]
 
-    def vectors(self, query: VectorQuery, depth: int) -> list[int]:
-        return [m for m, _ in self.vectors_scored(query, depth)]
+    def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
+        wanted = set(ids)
+        if not wanted:
+            return set()
+        # Every match, ranked once per recall: the gate asks about a few more memories at a time.
+        key = (tuple(words), min_coverage)
+        if key not in self._matches:
+            matches = self.ranked(ChannelQuery(words, depth=EVERY, min_coverage=min_coverage)).text
+            self._matches[key] = {m for m, _ in matches}
+        return wanted & self._matches[key]
 
-    def vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        return self._cosine(query, depth, episode=False)
+    def synced(self, index_for: IndexFor, query: VectorQuery) -> MirroredIndex:
+        """The index of ``index_for`` for the query's model, synced on this snapshot."""
+        index = index_for(query.model_id, query.dim)
+        index.sync(self._conn)  # inside this snapshot: vectors written since the last recall count
+        return index
 
-    def episode_vectors_scored(self, query: VectorQuery, depth: int) -> list[tuple[int, float]]:
-        return self._cosine(query, depth, episode=True)
-
-    def text_and_vectors_scored(
-        self,
-        words: Sequence[str],
-        vector: VectorQuery | None,
-        depth: int,
-        min_coverage: float,
-        k1: float = 1.2,
-        b: float = 0.75,
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        text = self.text_scored(words, depth, min_coverage, k1, b) if words else []
-        return text, self.vectors_scored(vector, depth) if vector is not None else []
-
-    def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
-        index = self._index(query, episode)
-        if index is None:
-            return []
-        ids, scores = index.index.similarities(query.vector)
+    def _cosine(self, query: VectorQuery, depth: int, index_for: IndexFor) -> Scored:
+        ids, scores = self.synced(index_for, query).index.similarities(query.vector)
         total = len(ids)
-        found: list[tuple[int, float]] = []
+        found: Scored = []
         checked, size = 0, max(2 * depth, 64)
         remaining = scores.astype(np.float32, copy=True)
         while checked < total and len(found) < depth:
@@ -180,86 +165,118 @@ class SqlCandidates:
             far = distance(coordinates_at({"v": raw}, ("v",)), spatial.target)
             if far is not None and (spatial.max_distance is None or far <= spatial.max_distance):
                 found[memory_id] = far
-        if len(found) <= n:
-            return found
-        nth = sorted(found.values())[n - 1]
-        return {m: d for m, d in found.items() if d <= nth}
+        return nearest_of(found, n)
 
-    def first(self, n: int, exclude: Collection[int]) -> list[int]:
-        ids = search.first_ids(self._conn, self.where, self.params, n + len(exclude))
-        return [m for m in ids if m not in exclude][:n]
+    def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
+        sql = f"SELECT m.id FROM memories m WHERE {self.where} ORDER BY {_ORDERS[order]}"
+        bound = dict(self.params)
+        if limit is not None:
+            sql += " LIMIT :listed_limit"
+            bound["listed_limit"] = limit + len(exclude)
+        ids = (int(r[0]) for r in self._conn.execute(sql, bound))
+        return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
-    def in_time_order(self, *, newest_first: bool, limit: int | None) -> list[int]:
-        return search.select_ids(self._conn, self.where, self.params, newest_first=newest_first, limit=limit)
-
-    def real_world(self, ids: Iterable[int]) -> set[int]:
-        return search.real_world(self._conn, list(ids))
+    def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
+        real: set[int] = set()
+        own: set[int] = set()
+        for marks, keyed in search.id_chunks(list(ids)):
+            rows = self._conn.execute(
+                "SELECT m.id, json_extract(m.context, '$.env.sim_or_real') = 'real', m.robot_id = :robot "
+                f"FROM memories m WHERE m.id IN ({marks})",
+                {**keyed, "robot": robot_id},
+            )
+            for memory_id, is_real, is_own in rows:
+                real.update((int(memory_id),) if is_real else ())
+                own.update((int(memory_id),) if is_own else ())
+        return Marks(real, own)
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return search.session_members(self._conn, list(ids), self.where, self.params)
 
     def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        return self.named(
+            candidates,
+            max_share,
+            lambda: values.collection_size(self._conn, self.collection),
+            lambda kept: values.carriers(self._conn, self.collection, kept, self.where, self.params),
+        )
+
+    def named(
+        self,
+        candidates: Collection[str],
+        max_share: float,
+        size: Callable[[], int],
+        carriers: Callable[[Collection[str]], Iterable[tuple[int, str]]],
+    ) -> NamedValues:
+        """``named_values`` with the collection's ``size`` and the scope's ``carriers`` of some values
+        asked of the caller (the mirror answers both from its columns and mask)."""
         counts = values.carried_counts(self._conn, candidates, self.collection)
         if not counts:
             return NamedValues()
-        return self._carried(counts, self._collection_size(), max_share)
-
-    def _collection_size(self) -> int:
-        return values.collection_size(self._conn, self.collection)
-
-    def _carriers(self, kept: Collection[str]) -> list[tuple[int, str]]:
-        return values.carriers(self._conn, self.collection, kept, self.where, self.params)
-
-    def _carried(self, counts: dict[str, int], total: int, max_share: float) -> NamedValues:
+        total = size()
         kept = {value: count for value, count in counts.items() if count <= max_share * total}
         carried: dict[int, set[str]] = {}
-        for memory_id, value in self._carriers(kept):
+        for memory_id, value in carriers(kept):
             carried.setdefault(memory_id, set()).add(value)
         return NamedValues(total, kept, {m: frozenset(v) for m, v in carried.items()})
 
-    def from_robot(self, ids: Iterable[int], robot_id: str) -> set[int]:
-        return search.from_robot(self._conn, list(ids), robot_id)
 
+class MirrorCandidates:
+    """Every question from the recall mirror's mask, postings, points and columns.
 
-class MirrorCandidates(SqlCandidates):
-    """The channels from the recall mirror's mask and postings; SQL only for time order and FTS5's odd tokens."""
+    What the mirror does not hold is handed to ``self.sql``, an ``SqlCandidates`` of the same scope:
+    BM25 of a query token FTS5 splits into several terms (the postings hold one term per token), time
+    order (``created_at`` as stored text, which the mirror's day numbers cannot order to the microsecond),
+    whose robot a memory is, and the named values' index (the mirror gives the collection's size and the
+    scope's mask). Vectors come from the same synced indexes as the SQL source's.
+    """
 
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        scope: RecallScope,
-        index_for: Callable[[str, int], MirroredIndex],
-        mirror: RecallMirror,
-        episode_index_for: Callable[[str, int], MirroredIndex] | None = None,
-    ) -> None:
-        super().__init__(conn, scope, index_for, episode_index_for)
+    def __init__(self, sql: SqlCandidates, scope: RecallScope, mirror: RecallMirror) -> None:
+        self.sql = sql
+        self._conn = sql._conn
         self._mirror = mirror
-        mirror.sync(conn)
+        mirror.sync(self._conn)
         self.allowed = mirror.allowed(
-            conn,
+            self._conn,
             collection=scope.collection,
             min_confidence=scope.min_confidence,
             session_id=scope.session_id,
             exclude_session=scope.exclude_session,
             filter=scope.filter,
         )
+        self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
-    def text_scored(
-        self, words: Sequence[str], depth: int, min_coverage: float, k1: float = 1.2, b: float = 0.75
-    ) -> list[tuple[int, float]]:
+    def ranked(self, query: ChannelQuery) -> Ranked:
+        text = self._text(query.words, query.depth, query.min_coverage, query.k1, query.b)
+        if query.vector is None:
+            return Ranked(text)
+        episode = (
+            self._cosine(query.vector, query.depth, self.sql.episode_index_for)
+            if query.episode_vectors
+            else []
+        )
+        return Ranked(text, self._cosine(query.vector, query.depth, self.sql.index_for), episode)
+
+    def _text(self, words: Sequence[str], depth: int, min_coverage: float, k1: float, b: float) -> Scored:
         scored = self._mirror.bm25(words, min_coverage, k1, b) if words else None
-        if scored is None:  # a token FTS5 splits into several terms: FTS5 answers
-            return super().text_scored(words, depth, min_coverage)
+        if scored is None:  # no words, or a token FTS5 splits into several terms
+            return self.sql.text_scored(words, depth, min_coverage, k1, b)
         scores, matched = scored
         size = min(len(matched), len(self.allowed))
         ids = np.flatnonzero(matched[:size] & self.allowed[:size])
         return top_scored(ids, scores[ids], depth)
 
-    def _cosine(self, query: VectorQuery, depth: int, *, episode: bool) -> list[tuple[int, float]]:
-        index = self._index(query, episode)
-        if index is None:
-            return []
-        ids, scores = index.index.similarities(query.vector)
+    def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
+        wanted = set(ids)
+        if not wanted:
+            return set()
+        key = (tuple(words), min_coverage)  # every match, ranked once per recall
+        if key not in self._matches:
+            self._matches[key] = {m for m, _ in self._text(words, EVERY, min_coverage, bm25.K1, bm25.B)}
+        return wanted & self._matches[key]
+
+    def _cosine(self, query: VectorQuery, depth: int, index_for: IndexFor) -> Scored:
+        ids, scores = self.sql.synced(index_for, query).index.similarities(query.vector)
         rows = np.flatnonzero(allowed_among(ids, self.allowed))
         return top_scored(ids[rows], scores[rows], depth)
 
@@ -274,19 +291,27 @@ class MirrorCandidates(SqlCandidates):
             ids, far = ids[far <= nth], far[far <= nth]
         return {int(m): float(d) for m, d in zip(ids, far, strict=True)}
 
-    def first(self, n: int, exclude: Collection[int]) -> list[int]:
+    def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
+        if order != "id":
+            return self.sql.listed(limit, order=order, exclude=exclude)
         spare = (int(m) for m in np.flatnonzero(self.allowed) if int(m) not in exclude)
-        return list(itertools.islice(spare, n))
+        return list(itertools.islice(spare, limit))
 
-    def real_world(self, ids: Iterable[int]) -> set[int]:
-        return self._mirror.real_world(ids)
+    def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
+        wanted = list(ids)
+        own = self.sql.marks(wanted, robot_id).own if robot_id is not None else set()
+        return Marks(self._mirror.real_world(wanted), own)
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return self._mirror.session_members(ids, self.allowed)
 
-    def _collection_size(self) -> int:
-        return self._mirror.collection_size(self.collection)
+    def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
+        collection, allowed = self.sql.collection, self.allowed
 
-    def _carriers(self, kept: Collection[str]) -> list[tuple[int, str]]:
-        found = values.carriers(self._conn, self.collection, kept)
-        return [(m, v) for m, v in found if m < len(self.allowed) and self.allowed[m]]
+        def in_scope(kept: Collection[str]) -> list[tuple[int, str]]:
+            found = values.carriers(self._conn, collection, kept)
+            return [(m, v) for m, v in found if m < len(allowed) and allowed[m]]
+
+        return self.sql.named(
+            candidates, max_share, lambda: self._mirror.collection_size(collection), in_scope
+        )

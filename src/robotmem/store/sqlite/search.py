@@ -87,18 +87,6 @@ def passing(conn: sqlite3.Connection, ids: Sequence[int], predicate: str, params
     return found
 
 
-def real_world(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
-    """Return the ids among ``ids`` whose context has ``env.sim_or_real`` equal to ``"real"``."""
-    found: set[int] = set()
-    for marks, keyed in id_chunks(ids):
-        sql = (
-            f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) "
-            "AND json_extract(m.context, '$.env.sim_or_real') = 'real'"
-        )
-        found.update(int(r[0]) for r in conn.execute(sql, keyed))
-    return found
-
-
 def _varint(blob: bytes) -> int:
     """Return the first SQLite varint of ``blob`` (FTS5 writes a row's token count so)."""
     value = 0
@@ -195,47 +183,6 @@ def session_members(
         for memory_id, session in conn.execute(sql, {**params, **chunk}):
             members.setdefault(str(session), []).append(int(memory_id))
     return sorted(members.values(), key=min)
-
-
-def contexts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Return id → parsed context of the existing ids among ``ids`` (an unreadable context is empty)."""
-    found: dict[int, dict[str, Any]] = {}
-    for marks, keyed in id_chunks(ids):
-        for memory_id, raw in conn.execute(f"SELECT id, context FROM memories WHERE id IN ({marks})", keyed):
-            try:
-                value = json.loads(raw) if raw else {}
-            except (TypeError, ValueError):
-                value = {}
-            found[int(memory_id)] = value if isinstance(value, dict) else {}
-    return found
-
-
-def from_robot(conn: sqlite3.Connection, ids: Sequence[int], robot_id: str) -> set[int]:
-    """Return the ids among ``ids`` of memories of the robot ``robot_id``."""
-    found: set[int] = set()
-    for marks, keyed in id_chunks(ids):
-        sql = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND m.robot_id = :robot_id"
-        found.update(int(r[0]) for r in conn.execute(sql, {**keyed, "robot_id": robot_id}))
-    return found
-
-
-def select_ids(
-    conn: sqlite3.Connection, predicate: str, params: dict[str, Any], *, newest_first: bool, limit: int | None
-) -> list[int]:
-    """Return the ids passing ``predicate`` in time order (newest or oldest first), up to ``limit``."""
-    order = "DESC" if newest_first else "ASC"
-    sql = f"SELECT m.id FROM memories m WHERE {predicate} ORDER BY m.created_at {order}, m.id {order}"
-    bound = dict(params)
-    if limit is not None:
-        sql += " LIMIT :select_limit"
-        bound["select_limit"] = limit
-    return [int(r[0]) for r in conn.execute(sql, bound)]
-
-
-def first_ids(conn: sqlite3.Connection, predicate: str, params: dict[str, Any], limit: int) -> list[int]:
-    """Return up to ``limit`` ids passing ``predicate``, smallest first."""
-    sql = f"SELECT m.id FROM memories m WHERE {predicate} ORDER BY m.id LIMIT :first_limit"
-    return [int(r[0]) for r in conn.execute(sql, {**params, "first_limit": limit})]
 
 
 def coordinates(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from robotmem.errors import DatabaseError
-from robotmem.store.protocol import RecallScope, StoreTx
+from robotmem.store.protocol import CandidateSource, RecallScope, StoreTx
 from robotmem.store.sqlite import maintenance
 from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.store.sqlite.access import AccessRecorder
@@ -54,12 +54,11 @@ class SqliteTx:
         self.maintenance = Maintenance(conn)
         self.sync = Sync(conn)
 
-    def candidates(self, scope: RecallScope) -> SqlCandidates:
-        """Recall channels over ``scope``: from the mirror (synced now) or, without one, from SQL."""
+    def candidates(self, scope: RecallScope) -> CandidateSource:
+        """Recall's questions over ``scope``: from the mirror (synced now) or, without one, from SQL."""
         store = self._store
-        if store.mirror is None:
-            return SqlCandidates(self.conn, scope, store.vector_index, store.episode_index)
-        return MirrorCandidates(self.conn, scope, store.vector_index, store.mirror, store.episode_index)
+        sql = SqlCandidates(self.conn, scope, store.vector_index, store.episode_index)
+        return sql if store.mirror is None else MirrorCandidates(sql, scope, store.mirror)
 
 
 class SqliteStore:

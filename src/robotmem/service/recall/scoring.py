@@ -11,8 +11,8 @@
                                     names that the memory carries (robot, object, place, date, ...);
                                     memories named only by their context join
 
-Every step is a setting and off at 0 (``rrf`` for fusion); the defaults were chosen on the tuning split
-of the episode evaluation set (docs/benchmarks.md). Neighbours and named memories come from the
+Every step is a setting of ``RecallSettings`` and off at 0; the defaults were chosen on the tuning splits
+of the labelled sets (docs/benchmarks.md). Neighbours and named memories come from the
 candidate source, so they pass the recall's filters like every other candidate.
 """
 
@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
+from robotmem.config import RecallSettings
 from robotmem.query.ranking import (
     add_episode_scores,
     fuse_rrf,
@@ -30,7 +29,7 @@ from robotmem.query.ranking import (
     shift_along_episodes,
     spread_to_neighbours,
 )
-from robotmem.store.protocol import CandidateSource, NamedValues
+from robotmem.store.protocol import CandidateSource, NamedValues, Ranked
 from robotmem.text.naming import value_candidates
 from robotmem.text.tokens import STOPWORDS, query_tokens
 
@@ -160,20 +159,9 @@ EXTENDED_STOPWORDS = STOPWORDS | frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Scoring:
-    """The scoring knobs of one recall (``recall.Tuning`` carries them from settings)."""
-
-    fusion: str = "rrf"
-    rrf_k: int = 60
-    bm25_weight: float = 1.0
-    vector_weight: float = 1.0
-    neighbour_share: float = 0.0
-    episode_share: float = 0.0
-    context_boost: float = 0.0
-    direction_share: float = 0.0
-    episode_vector_weight: float = 0.0
-    structure_depth: int = 20
+# Structure looks at this many of the best candidates (at least n): it reorders the head of the list,
+# and reading sessions for a whole candidate pool would cost more than the rest of recall.
+STRUCTURE_DEPTH = 20
 
 
 # A value carried by more than this share of a collection's memories names none of them in particular.
@@ -209,18 +197,13 @@ def bm25_words(query: str, query_stopwords: str) -> list[str]:
     return words
 
 
-def fuse(
-    text_ranked: Sequence[tuple[int, float]],
-    vector_ranked: Sequence[tuple[int, float]],
-    knobs: Scoring,
-    episode_ranked: Sequence[tuple[int, float]] = (),
-) -> dict[int, float]:
-    """Return id → fused score of the channels' candidates (first-seen order); ``episode_ranked`` is the
-    channel of episode vectors, weighted by ``episode_vector_weight`` (empty when off)."""
-    channels = [text_ranked, vector_ranked]
+def fuse(ranked: Ranked, knobs: RecallSettings) -> dict[int, float]:
+    """Return id → fused score of the channels' candidates (first-seen order); the episode vectors' channel
+    (empty when off) is weighted by ``episode_vector_weight``."""
+    channels = [ranked.text, ranked.vectors]
     weights = [knobs.bm25_weight, knobs.vector_weight]
-    if episode_ranked:
-        channels.append(episode_ranked)
+    if ranked.episode_vectors:
+        channels.append(ranked.episode_vectors)
         weights.append(knobs.episode_vector_weight)
     if knobs.fusion == "rrf":
         return fuse_rrf([[m for m, _ in c] for c in channels], k=knobs.rrf_k, weights=weights)
@@ -234,7 +217,7 @@ def leaders(scores: dict[int, float], count: int) -> list[int]:
 
 
 def add_structure(
-    source: CandidateSource, scores: dict[int, float], query: str, knobs: Scoring, count: int
+    source: CandidateSource, scores: dict[int, float], query: str, knobs: RecallSettings, count: int
 ) -> dict[int, float]:
     """Return ``scores`` raised by episode structure around the ``count`` best candidates.
 
@@ -265,7 +248,7 @@ def value_weights(found: NamedValues) -> dict[str, float]:
 
 
 def add_named_values(
-    source: CandidateSource, scores: dict[int, float], query: str, knobs: Scoring, count: int
+    source: CandidateSource, scores: dict[int, float], query: str, knobs: RecallSettings, count: int
 ) -> dict[int, float]:
     """Return ``scores`` where memories carrying context values the query names gain a soft boost.
 
@@ -291,21 +274,12 @@ def add_named_values(
 
 
 def score_candidates(
-    source: CandidateSource,
-    query: str,
-    text_scored: Sequence[tuple[int, float]],
-    vector_scored: Sequence[tuple[int, float]],
-    knobs: Scoring,
-    n: int = 0,
-    episode_scored: Sequence[tuple[int, float]] = (),
+    source: CandidateSource, query: str, ranked: Ranked, knobs: RecallSettings, n: int = 0
 ) -> dict[int, float]:
     """Return id → score of every candidate: fused channels, then episode structure, then named values.
 
-    Structure looks at the best ``knobs.structure_depth`` candidates only (and at least ``n``): it
-    reorders the head of the list, and reading sessions for a whole candidate pool would cost more than
-    the rest of recall.
+    Structure and named values look at the best ``STRUCTURE_DEPTH`` candidates only (and at least ``n``).
     """
-    fused = fuse(text_scored, vector_scored, knobs, episode_scored)
-    count = max(knobs.structure_depth, n)
-    raised = add_structure(source, fused, query, knobs, count)
+    count = max(STRUCTURE_DEPTH, n)
+    raised = add_structure(source, fuse(ranked, knobs), query, knobs, count)
     return add_named_values(source, raised, query, knobs, count)

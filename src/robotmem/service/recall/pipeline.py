@@ -1,0 +1,233 @@
+"""The recall pipeline: from a plan to ranked hits on one snapshot, one named step after another.
+
+    channels   the query's words and vector ranked over the scope (``CandidateSource.ranked``)
+    score      fusion, episode structure, named values (``scoring``)
+    pool       the scored candidates, and the nearest memories when ordering by distance
+               (with a query: only the relevant ones, ``relevance``)
+    boost      real-world and own-robot factors
+    order      by distance, time or score; the first n the snapshot holds; scores normalised (best = 1.0)
+
+Filters apply inside every channel, before any limit, so a limit never hides a memory that passes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from robotmem.config import RecallSettings
+from robotmem.records import Hit, Memory
+from robotmem.service.engine import Engine
+from robotmem.service.recall import rerank as reranking
+from robotmem.service.recall.plan import RecallPlan
+from robotmem.service.recall.relevance import RelevanceGate, nearest_relevant
+from robotmem.service.recall.scoring import bm25_words, score_candidates
+from robotmem.store.protocol import CandidateSource, ChannelQuery, Ranked, StoreTx, VectorQuery
+from robotmem.text.tokens import or_match, query_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RecallOutcome:
+    """Hits best first and which channels ran."""
+
+    hits: list[Hit]
+    mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Channels:
+    """What the channels were asked and what they answered."""
+
+    words: list[str]  # the query's BM25 words (empty when the text channel is weighted 0)
+    searchable: bool  # whether the words hold a token the text channel can search (it ran)
+    vector: VectorQuery | None  # the query vector, when the vector channel ran
+    coverage: float  # the share of the query's IDF a text match had to cover
+    ranked: Ranked
+
+    @property
+    def mode(self) -> str:
+        """What ran: ``hybrid``, ``vec_only`` or ``bm25_only``."""
+        if self.vector is not None:
+            return "hybrid" if self.searchable else "vec_only"
+        return "bm25_only"
+
+
+def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
+    """Embed the query, run the pipeline on one snapshot, and count an access for every hit."""
+    vector = engine.embed(plan.query, is_query=True) if plan.query else None
+    settings = engine.settings.recall
+    reranker = engine.reranker
+    if reranker is not None and reranking.applies(reranker, plan.query, plan.order, plan.spatial):
+        wide = dataclasses.replace(plan, n=max(plan.n, engine.settings.rerank_depth))
+        outcome = engine.read(lambda tx: run(tx, wide, settings, vector))
+        outcome = RecallOutcome(reranking.rerank(reranker, plan.query, outcome.hits, plan.n), outcome.mode)
+    else:
+        outcome = engine.read(lambda tx: run(tx, plan, settings, vector))
+    if outcome.hits:
+        engine.store.record_access(hit.memory.id for hit in outcome.hits)
+    return outcome
+
+
+def run(tx: StoreTx, plan: RecallPlan, settings: RecallSettings, vector: VectorQuery | None) -> RecallOutcome:
+    """Return the hits for ``plan`` on ``tx``'s snapshot; ``vector`` is None when vector search cannot run."""
+    return run_on(tx.candidates(plan.scope), tx, plan, settings, vector)
+
+
+def run_on(
+    source: CandidateSource,
+    tx: StoreTx,
+    plan: RecallPlan,
+    settings: RecallSettings,
+    vector: VectorQuery | None,
+) -> RecallOutcome:
+    """``run`` over a given candidate source (tests compare the sources of one store this way)."""
+    channels = ranked_channels(source, plan, settings, vector)
+    fused = score_candidates(source, plan.query, channels.ranked, settings, plan.n) if plan.query else {}
+    pool, near = candidate_pool(source, tx, plan, channels, fused)
+    # Time order needs every pooled memory's record; ranking by relevance only the chosen few's.
+    needs_records = plan.order == "time" or not plan.query
+    records = tx.memories.fetch(pool) if needs_records else {}
+    scores = boosted(
+        source, plan, settings, fused, [m for m in pool if m in records] if needs_records else pool
+    )
+    ordered, shown, distances = _order(plan, scores, near, records)
+    chosen = ordered[: plan.n] if needs_records else _visible(tx, ordered, plan.n, records)
+    best = max((shown[m] for m in chosen), default=0.0)
+    if best <= 0:  # no chosen memory has the spatial field: show relevance instead
+        shown = {m: scores[m] if scores[m] > 0 else 1.0 for m in scores}
+        best = max((shown[m] for m in chosen), default=0.0)
+    payloads = tx.memories.payloads(chosen) if plan.include_data else {}
+    ranked = channels.ranked
+    matched = {
+        "text": {m for m, _ in ranked.text},
+        "vector": {m for m, _ in (*ranked.vectors, *ranked.episode_vectors)},
+    }
+    hits = [
+        Hit(
+            memory=records[m],
+            score=(shown[m] / best) if best > 0 else 0.0,
+            matched_by=frozenset(name for name, found in matched.items() if m in found),
+            spatial_distance=distances.get(m),
+            data=payloads.get(m, (None, None))[0],
+            metadata=payloads.get(m, (None, None))[1],
+        )
+        for m in chosen
+    ]
+    return RecallOutcome(hits, channels.mode if plan.query else "filter_only")
+
+
+def ranked_channels(
+    source: CandidateSource, plan: RecallPlan, settings: RecallSettings, vector: VectorQuery | None
+) -> Channels:
+    """Ask the channels for the query's candidates. A channel weighted 0 cannot change the order, so it
+    does not run (and ``mode`` says so)."""
+    if not plan.query:
+        return Channels([], False, None, 0.0, Ranked())
+    words = bm25_words(plan.query, settings.query_stopwords) if settings.bm25_weight > 0 else []
+    searchable = or_match(words) is not None
+    vector = vector if settings.vector_weight > 0 else None
+    # Beside the vector channel, a match on incidental words only (a paraphrase shares none of the rare
+    # ones) is left out: it would push the vector channel's answer down.
+    coverage = settings.bm25_min_coverage if vector is not None else 0.0
+    query = ChannelQuery(
+        words=words if searchable else [],
+        vector=vector,
+        depth=max(settings.candidate_depth, plan.n),
+        min_coverage=coverage,
+        k1=settings.bm25_k1,
+        b=settings.bm25_b,
+        episode_vectors=settings.episode_vector_weight > 0,
+    )
+    return Channels(words, searchable, vector, coverage, source.ranked(query))
+
+
+def candidate_pool(
+    source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels, fused: dict[int, float]
+) -> tuple[list[int], dict[int, float]]:
+    """Return the memories that compete (in a first-seen order) and id → distance of the nearest ones.
+
+    Ordering by distance, every memory passing the filters competes, not only the scored candidates: with a
+    query, every relevant one (``relevance``); without, every one with the field, then the rest by id.
+    """
+    pool = list(fused)
+    if plan.spatial is None:
+        if not plan.query:
+            pool += source.listed(plan.n, order="oldest" if plan.order == "time" else "newest")
+        return pool, {}
+    if not plan.query:
+        near = source.nearest(plan.spatial, plan.n)
+        return list(near) + source.listed(plan.n, order="id", exclude=set(near)), near
+    relevant = RelevanceGate(
+        source, tx, channels.words or query_tokens(plan.query), channels.vector, channels.coverage
+    )
+    if channels.searchable:
+        relevant.heard(channels.coverage, bool(channels.ranked.text))
+    near = nearest_relevant(source, plan.spatial, plan.n, relevant)
+    kept = relevant.among(fused)
+    return [m for m in fused if m in kept] + [m for m in near if m not in fused], near
+
+
+def boosted(
+    source: CandidateSource,
+    plan: RecallPlan,
+    settings: RecallSettings,
+    fused: dict[int, float],
+    pool: list[int],
+) -> dict[int, float]:
+    """Return id → score of the pool: fused score × the real-world boost × the own-robot boost."""
+    # A scope of the robot alone gains nothing from the own-robot boost; without a score there is nothing
+    # to boost.
+    boost_own = (
+        settings.own_robot_boost != 1.0
+        and bool(plan.own_robot)
+        and bool(fused)
+        and plan.robots != (plan.own_robot,)
+    )
+    marks = source.marks(pool, plan.own_robot if boost_own else None)
+    scores: dict[int, float] = {}
+    for memory_id in pool:
+        score = fused.get(memory_id, 0.0)
+        if memory_id in marks.real_world:
+            score *= settings.real_world_boost
+        if memory_id in marks.own:
+            score *= settings.own_robot_boost
+        scores[memory_id] = score
+    return scores
+
+
+def _order(
+    plan: RecallPlan, scores: dict[int, float], near: dict[int, float], records: dict[int, Memory]
+) -> tuple[list[int], dict[int, float], dict[int, float | None]]:
+    """Return the pool in final order, the score shown for each, and spatial distances (None = no point)."""
+    distances: dict[int, float | None] = {}
+    if plan.spatial is not None:
+        distances = {m: near.get(m) for m in scores}
+        known = {m: d for m, d in distances.items() if d is not None}
+        if plan.spatial.max_distance is not None:
+            reach = plan.spatial.max_distance
+            scores = {m: s for m, s in scores.items() if m in known and known[m] <= reach}
+        ordered = sorted(scores, key=lambda m: (m not in known, known.get(m, 0.0), -scores[m], m))
+        return ordered, {m: 1.0 / (1.0 + known[m]) if m in known else 0.0 for m in ordered}, distances
+    if plan.order == "time":
+        ordered = sorted(scores, key=lambda m: (records[m].created_at, m))
+        return ordered, {m: 1.0 for m in ordered}, distances
+    if not plan.query:
+        ordered = sorted(scores, key=lambda m: (records[m].created_at, m), reverse=True)
+        return ordered, {m: 1.0 for m in ordered}, distances
+    return sorted(scores, key=lambda m: -scores[m]), scores, distances
+
+
+def _visible(tx: StoreTx, ordered: list[int], n: int, records: dict[int, Memory]) -> list[int]:
+    """Return the first ``n`` of ``ordered`` that this snapshot holds, loading their records.
+
+    A source may be a commit ahead of this snapshot (another thread synced a shared cache later): a
+    memory the snapshot does not have yet is skipped, and the next one takes its place.
+    """
+    chosen: list[int] = []
+    start = 0
+    while len(chosen) < n and start < len(ordered):
+        block = ordered[start : start + n - len(chosen)]
+        records.update(tx.memories.fetch(block))
+        chosen += [m for m in block if m in records]
+        start += len(block)
+    return chosen
