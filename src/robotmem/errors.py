@@ -39,7 +39,7 @@ class ConflictError(RobotMemError):
 
 
 class DatabaseError(RobotMemError):
-    """SQLite failed: locked past the retries, disk full, read-only or corrupt file.
+    """The store failed: locked past the retries, disk full, read-only or corrupt file, server unreachable.
 
     ``transient`` is True only for a fault a retry can cure (another process held the lock): REST
     answers 503 for those and 500 for the rest, which need someone to act.
