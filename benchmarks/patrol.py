@@ -2,6 +2,7 @@
 
     python -m benchmarks.patrol --n 10000 100000 [--systems reference,emem,robotmem]
         [--emem-python /tmp/emem-venv/bin/python] [--emem-thresholds 0.85,0.99] [--repeat 3] [--seed 7]
+        [--reuse] [--strict] [--robotmem-server postgresql://...]
 
 For each size the harness generates the log (``patrol_data``) and the queries (``patrol_queries``), caches
 them with one table of vectors (multilingual-e5-small, the bundled model: passages for every stored text
@@ -111,14 +112,16 @@ def run_emem(
     return result
 
 
-def run_robotmem(paths: tuple[Path, Path, Path], repeat: int, strict: bool) -> dict[str, Any] | None:
+def run_robotmem(
+    paths: tuple[Path, Path, Path], repeat: int, strict: bool, server: str | None
+) -> dict[str, Any] | None:
     from benchmarks import patrol_robotmem
 
     log = load_log(paths[0])
     queries = json.loads(paths[1].read_text(encoding="utf-8"))
     vectors = np.load(paths[2])
     try:
-        return patrol_robotmem.run(log, queries, vectors, CACHE / "patrol" / "robotmem-db", repeat)
+        return patrol_robotmem.run(log, queries, vectors, CACHE / "patrol" / "robotmem-db", repeat, server)
     except patrol_robotmem.Unavailable as missing:
         if strict:
             raise
@@ -194,6 +197,7 @@ def main() -> None:
     parser.add_argument("--emem-thresholds", default="0.85,0.99")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reuse", action="store_true", help="read eMEM's earlier result when there is one")
+    parser.add_argument("--robotmem-server", help="postgresql:// address of an empty database (else SQLite)")
     parser.add_argument("--strict", action="store_true", help="fail when robotmem lacks the API")
     args = parser.parse_args()
     systems = args.systems.split(",")
@@ -209,7 +213,7 @@ def main() -> None:
                     paths, args.emem_python, threshold, args.repeat, args.reuse
                 )
         if "robotmem" in systems:
-            outcome = run_robotmem(paths, args.repeat, args.strict)
+            outcome = run_robotmem(paths, args.repeat, args.strict, args.robotmem_server)
             if outcome is not None and "not_run" not in outcome:
                 results["robotmem"] = outcome
         summaries = {name: summarize(log, queries, reference["answers"], r) for name, r in results.items()}

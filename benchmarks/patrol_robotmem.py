@@ -79,7 +79,8 @@ class CountingEmbedder(PrecomputedEmbedder):
         return super().embed_batch(texts, is_query=is_query)
 
 
-def open_memory(db_dir: Path, vectors: Any, now: float) -> tuple[Any, CountingEmbedder]:
+def open_memory(db_dir: Path, vectors: Any, now: float, server: str | None) -> tuple[Any, CountingEmbedder]:
+    """A fresh store: ``db_dir/patrol.db``, or the (empty) PostgreSQL database at ``server``."""
     from robotmem import RobotMemory
     from robotmem.config import Settings
     from robotmem.embedders.bundled import BundledEmbedder
@@ -193,14 +194,22 @@ def store_size(db_dir: Path) -> int:
 
 
 def run(
-    log: PatrolLog, queries: list[dict[str, Any]], vectors: Any, db_dir: Path, repeat: int
+    log: PatrolLog,
+    queries: list[dict[str, Any]],
+    vectors: Any,
+    db_dir: Path,
+    repeat: int,
+    server: str | None = None,
 ) -> dict[str, Any]:
-    """Build the store, ask every query (once untimed, then ``repeat`` times timed); raise ``Unavailable``."""
+    """Build the store, ask every query (once untimed, then ``repeat`` times timed); raise ``Unavailable``.
+
+    ``server`` is a ``postgresql://`` address of an empty database to use instead of a SQLite file.
+    """
     missing = missing_api()
     if missing:
         raise Unavailable("robotmem lacks " + ", ".join(missing))
     started = time.perf_counter()
-    memory, embedder = open_memory(db_dir, vectors, log.end)
+    memory, embedder = open_memory(db_dir, vectors, log.end, server)
     rows = ingest(memory, log)
     build_s = time.perf_counter() - started
     asker = Asker(memory, rows)
@@ -223,7 +232,8 @@ def run(
         "system": "robotmem",
         "records": len(log),
         "build_s": build_s,
-        "size_bytes": store_size(db_dir),
+        "size_bytes": None if server else store_size(db_dir),
+        "engine": "postgresql" if server else "sqlite",
         "answers": answers,
         "ms": ms,
         "model_calls_while_timed": timed_misses,
