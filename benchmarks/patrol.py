@@ -95,18 +95,20 @@ def run_reference(log: PatrolLog, queries: list[dict[str, Any]], repeat: int) ->
 
 
 def run_emem(
-    paths: tuple[Path, Path, Path], python: str, threshold: float, repeat: int, reuse: bool
+    paths: tuple[Path, Path, Path], python: str, threshold: float | None, repeat: int, reuse: bool
 ) -> dict[str, Any]:
-    """eMEM in its own interpreter; its JSON result back through a file (kept, and read again with ``reuse``)."""
-    out = CACHE / "patrol" / f"emem-{paths[0].stem}-{threshold}.json"
+    """eMEM in its own interpreter (``threshold`` None: without entities); its JSON result back through a
+    file (kept, and read again with ``reuse``)."""
+    variant = "no-entities" if threshold is None else str(threshold)
+    out = CACHE / "patrol" / f"emem-{paths[0].stem}-{variant}.json"
     if reuse and out.exists():
         cached: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
         return cached
     command = [
         python, str(ROOT / "benchmarks" / "patrol_emem.py"), "--log", str(paths[0]), "--queries", str(paths[1]),
-        "--vectors", str(paths[2]), "--out", str(out), "--threshold", str(threshold), "--repeat", str(repeat),
-        "--db-dir", str(CACHE / "patrol" / f"emem-db-{threshold}"),
-    ]  # fmt: skip
+        "--vectors", str(paths[2]), "--out", str(out), "--repeat", str(repeat),
+        "--db-dir", str(CACHE / "patrol" / f"emem-db-{variant}"),
+    ] + (["--no-entities"] if threshold is None else ["--threshold", str(threshold)])  # fmt: skip
     subprocess.run(command, check=True)
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return result
@@ -194,7 +196,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--systems", default="reference,emem,robotmem")
     parser.add_argument("--emem-python", default="/tmp/emem-venv/bin/python")
-    parser.add_argument("--emem-thresholds", default="0.85,0.99")
+    parser.add_argument(
+        "--emem-thresholds", default="0.85,0.99", help="entity merge thresholds; 'none': observations only"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reuse", action="store_true", help="read eMEM's earlier result when there is one")
     parser.add_argument("--robotmem-server", help="postgresql:// address of an empty database (else SQLite)")
@@ -208,10 +212,10 @@ def main() -> None:
         reference = run_reference(log, queries, args.repeat)
         results = {"reference": reference} if "reference" in systems else {}
         if "emem" in systems:
-            for threshold in (float(t) for t in args.emem_thresholds.split(",")):
-                results[f"eMEM {threshold}"] = run_emem(
-                    paths, args.emem_python, threshold, args.repeat, args.reuse
-                )
+            for variant in args.emem_thresholds.split(","):
+                threshold = None if variant == "none" else float(variant)
+                name = "eMEM no entities" if threshold is None else f"eMEM {threshold}"
+                results[name] = run_emem(paths, args.emem_python, threshold, args.repeat, args.reuse)
         if "robotmem" in systems:
             outcome = run_robotmem(paths, args.repeat, args.strict, args.robotmem_server)
             if outcome is not None and "not_run" not in outcome:

@@ -29,6 +29,9 @@ Queries, each through eMEM's closest store call (``mem.store``, which returns no
     around                     query_entities(near_coordinates, spatial_radius, last_seen_after, object_id)
     box regions                unsupported: eMEM's regions are spheres
 
+``--no-entities`` stores observations only (no extractor, eMEM's default flushing): the object queries are
+then not asked, and the build is what eMEM costs without entities.
+
 Each query runs once untimed, then ``--repeat`` times timed (the median is kept); query vectors are
 precomputed, so no timing includes a model.
 """
@@ -90,8 +93,11 @@ class ExactExtractor:
         return list(self.current)
 
 
-def open_memory(db_dir: Path, table: VectorTable, threshold: float, n_records: int, now: float) -> Any:
-    """A fresh eMEM store in ``db_dir`` with the exact extractor and the best extraction settings."""
+def open_memory(
+    db_dir: Path, table: VectorTable, threshold: float, n_records: int, now: float, entities: bool = True
+) -> Any:
+    """A fresh eMEM store in ``db_dir`` with the exact extractor and the best extraction settings
+    (without ``entities``: no extractor, eMEM's default flushing, observations only)."""
     from emem import SpatioTemporalMemory, SpatioTemporalMemoryConfig
 
     db_dir.mkdir(parents=True, exist_ok=True)
@@ -101,8 +107,8 @@ def open_memory(db_dir: Path, table: VectorTable, threshold: float, n_records: i
         db_path=str(db_dir / "emem.db"),
         hnsw_path=str(db_dir / "emem.hnsw.bin"),
         embedding_dim=table.dim,
-        flush_batch_size=1,
-        entity_extract_flush_interval=1,
+        flush_batch_size=1 if entities else 5,
+        entity_extract_flush_interval=1 if entities else 10,
         entity_similarity_threshold=threshold,
         hnsw_max_elements=max(10_000, 3 * n_records + 1000),
     )
@@ -111,7 +117,7 @@ def open_memory(db_dir: Path, table: VectorTable, threshold: float, n_records: i
         db_path=config.db_path,
         config=config,
         embedding_provider=TableEmbedder(table),
-        llm_client=extractor,
+        llm_client=extractor if entities else None,
         get_current_time=lambda: now,
     )
     return memory, extractor
@@ -147,14 +153,19 @@ def ingest(memory: Any, extractor: ExactExtractor, log: Any, table: VectorTable)
 class Asker:
     """Runs one query through eMEM's closest call and returns the answer in the harness's shape."""
 
-    def __init__(self, memory: Any, table: VectorTable, rows: dict[str, int], now: float) -> None:
+    def __init__(
+        self, memory: Any, table: VectorTable, rows: dict[str, int], now: float, entities: bool
+    ) -> None:
         self.store = memory.store
+        self.entities = entities
         self.table = table
         self.rows = rows
         self.now = now
 
     def ask(self, query: dict[str, Any]) -> list[Any] | None:
         kind, args = query["kind"], query["args"]
+        if not self.entities and kind in ("last_seen_id", "as_of", "last_seen_label", "unknown", "around"):
+            return None  # object queries need entities
         if kind in ("last_seen_id", "as_of") or (kind == "unknown" and "object_id" in args):
             return self.by_id(args["object_id"], args.get("as_of"))
         if kind in ("last_seen_label", "unknown"):
@@ -266,10 +277,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     table = VectorTable(Path(args.vectors))
     db_dir = Path(args.db_dir)
     started = time.perf_counter()
-    memory, extractor = open_memory(db_dir, table, args.threshold, len(log), log.end)
+    entities = not args.no_entities
+    memory, extractor = open_memory(db_dir, table, args.threshold, len(log), log.end, entities)
     rows = ingest(memory, extractor, log, table)
     build_s = time.perf_counter() - started
-    asker = Asker(memory, table, rows, log.end)
+    asker = Asker(memory, table, rows, log.end, entities)
     answers: dict[str, Any] = {}
     ms: dict[str, float] = {}
     for query in queries:
@@ -287,7 +299,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from importlib.metadata import version
 
     return {
-        "system": f"eMEM {version('emem')} (threshold {args.threshold})",
+        "system": f"eMEM {version('emem')} "
+        + (f"(threshold {args.threshold})" if entities else "(no entities)"),
         "records": len(log),
         "build_s": build_s,
         "size_bytes": size,
@@ -307,6 +320,7 @@ def main() -> None:
     parser.add_argument("--db-dir", default="/tmp/patrol-emem")
     parser.add_argument("--threshold", type=float, default=0.85, help="entity_similarity_threshold")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-entities", action="store_true", help="observations only: memory queries alone")
     args = parser.parse_args()
     result = run(args)
     Path(args.out).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
