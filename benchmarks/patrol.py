@@ -184,6 +184,8 @@ def table(n: int, summaries: dict[str, dict[str, Any]], results: dict[str, dict[
             facts.append(f"store {size / 2**20:.1f} MiB")
         if "reopen_s" in result:
             facts.append(f"reopen {fmt(result['reopen_s'], 2)} s")
+        if result.get("errors"):
+            facts.append(f"{len(result['errors'])} queries raised ({next(iter(result['errors'].values()))})")
         if "entities" in result:
             facts.append(f"{result['entities']} entities")
         lines.append(f"- {system}: " + ", ".join(facts))

@@ -263,6 +263,16 @@ def reopen_seconds(db_dir: Path, table: VectorTable, threshold: float, n_records
     return elapsed
 
 
+def ask_or_fail(asker: Asker, query: dict[str, Any], errors: dict[str, str]) -> list[Any] | None:
+    """The answer, or an empty one when eMEM raises (hnswlib cannot always return 5 x n neighbours of a
+    graph full of identical caption vectors with ef_search 50); the error is kept for the report."""
+    try:
+        return asker.ask(query)
+    except RuntimeError as error:
+        errors[query["id"]] = f"{type(error).__name__}: {error}"
+        return []
+
+
 def store_size(db_dir: Path) -> int:
     return sum(p.stat().st_size for p in db_dir.glob("emem*"))
 
@@ -284,12 +294,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     asker = Asker(memory, table, rows, log.end, entities)
     answers: dict[str, Any] = {}
     ms: dict[str, float] = {}
+    errors: dict[str, str] = {}
     for query in queries:
-        answers[query["id"]] = asker.ask(query)
+        answers[query["id"]] = ask_or_fail(asker, query, errors)
         samples = []
         for _ in range(args.repeat):
             began = time.perf_counter()
-            asker.ask(query)
+            ask_or_fail(asker, query, errors)
             samples.append((time.perf_counter() - began) * 1000)
         ms[query["id"]] = statistics.median(samples)
     entity_count = memory.store._db.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
@@ -306,6 +317,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "size_bytes": size,
         "reopen_s": reopen_s,
         "entities": int(entity_count),
+        "errors": errors,
         "answers": answers,
         "ms": ms,
     }
