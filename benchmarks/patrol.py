@@ -157,6 +157,20 @@ def summarize(
     return kinds
 
 
+def check_targets(summary: dict[str, Any]) -> list[str]:
+    """One line per target: what robotmem measured against what it must meet (the times apply at 100k)."""
+    lines = []
+    for kind, target in TARGETS.items():
+        for measure, bound in target.items():
+            value = summary[kind][measure]
+            met = value >= bound if measure == "correct" else value <= bound
+            lines.append(
+                f"{kind} {measure}: {fmt(value, 3)} (target {'≥' if measure == 'correct' else '≤'} {bound}) "
+                + ("met" if met else "NOT MET")
+            )
+    return lines
+
+
 def table(n: int, summaries: dict[str, dict[str, Any]], results: dict[str, dict[str, Any]]) -> str:
     """Markdown: one row per query kind, correct share and p50/p95 per system; build and size below."""
     systems = list(summaries)
@@ -234,6 +248,12 @@ def main() -> None:
         }
         write_json(CACHE / "results" / f"patrol-{n}.json", report)
         markdown = table(n, summaries, results)
+        if "robotmem" in summaries:
+            report["targets"] = check_targets(summaries["robotmem"])
+            markdown += (
+                "\nrobotmem against its targets:\n" + "\n".join(f"- {t}" for t in report["targets"]) + "\n"
+            )
+            write_json(CACHE / "results" / f"patrol-{n}.json", report)
         (CACHE / "results" / f"patrol-{n}.md").write_text(markdown, encoding="utf-8")
         print(markdown)
 
