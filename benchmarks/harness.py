@@ -177,6 +177,11 @@ class PrecomputedEmbedder:
             for text, vector in zip(chunk, self.base.embed_batch(chunk, is_query=is_query), strict=True):
                 self._cache[(text, is_query)] = np.asarray(vector, dtype=np.float32)
 
+    def load(self, texts: Sequence[str], vectors: Any, *, is_query: bool = False) -> None:
+        """Take vectors computed elsewhere (row i is the vector of ``texts[i]``) into the cache."""
+        for text, vector in zip(texts, vectors, strict=True):
+            self._cache[(str(text), is_query)] = np.asarray(vector, dtype=np.float32)
+
     def embed_one(self, text: str, *, is_query: bool = False) -> Vector:
         cached = self._cache.get((text, is_query))
         if cached is not None:
