@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,3 +38,37 @@ def test_decay_leaves_an_unusable_value_to_its_row() -> None:
     assert rows.decayed(0.8, "garbage", now, 0.01) is None
     assert rows.decayed(float("nan"), "2026-01-01", now, 0.01) is None
     assert rows.decayed(True, "2026-01-01", now, 0.01) is None
+
+
+def test_access_counts_from_many_threads_are_written_once_each() -> None:
+    written: Counter[int] = Counter()
+    guard = threading.Lock()
+
+    def write(counts: dict[int, int]) -> None:
+        with guard:
+            written.update(counts)
+
+    queue = rows.AccessQueue(write, interval_s=0.01)
+
+    def use() -> None:
+        for _ in range(200):
+            queue.record([1, 2, 2])
+
+    threads = [threading.Thread(target=use) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    queue.close()
+    assert written == {1: 1600, 2: 3200}
+
+
+def test_a_flush_hands_what_is_queued_to_the_writer_it_is_given() -> None:
+    background: list[dict[int, int]] = []
+    settled: list[dict[int, int]] = []
+    queue = rows.AccessQueue(background.append, interval_s=60)
+    queue.record([7, 7, 9])
+    queue.flush(settled.append)
+    queue.flush(settled.append)  # nothing left: nothing handed over
+    queue.close()
+    assert settled == [{7: 2, 9: 1}] and background == []

@@ -1,8 +1,9 @@
 """Rows of memories and sessions as both engines write and read them.
 
 The columns a memory row is selected with and its mapping to ``Memory`` (and a session's to ``Session``),
-the values a new or rewritten memory's row takes, compact JSON, and the rules of ``get``/``get_active``:
-one piece of Python for both engines, whose SQL (in each engine's ``memories.py``/``sessions.py``) only
+the values a new or rewritten memory's row takes, compact JSON, the rules of ``get``/``get_active``, the
+decay of one row, and the queue that keeps access counts off the read path: one piece of Python for both
+engines, whose SQL (in each engine's ``memories.py``, ``sessions.py``, ``vectors.py``, ``jobs.py``) only
 names the columns.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
@@ -293,3 +295,54 @@ def model_meta(keys: tuple[str, str], model_id: str, dim: int) -> dict[str, str]
     """Return the ``meta`` rows that record ``(model_id, dim)`` under ``keys``."""
     model_key, dim_key = keys
     return {model_key: model_id, dim_key: str(dim)}
+
+
+class AccessQueue:
+    """Access counts kept off the read path: ``record`` queues one access per id, and a background thread
+    hands what is queued to ``write`` every ``interval_s``, so a recall never waits for a write.
+
+    ``write`` reports its own failures (an access count is not worth failing anything for).
+    """
+
+    def __init__(self, write: Callable[[dict[int, int]], None], interval_s: float = 0.5) -> None:
+        self._write = write
+        self._interval_s = interval_s
+        self._pending: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def record(self, ids: Iterable[int]) -> None:
+        """Queue one access for each id."""
+        with self._lock:
+            for memory_id in ids:
+                self._pending[memory_id] = self._pending.get(memory_id, 0) + 1
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._loop, name="robotmem-access", daemon=True)
+                self._thread.start()
+
+    def flush(self, write: Callable[[dict[int, int]], None] | None = None) -> None:
+        """Hand what is queued to ``write`` (by default the queue's own) now, instead of at the next tick."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if pending:
+            (write or self._write)(pending)
+
+    def close(self) -> None:
+        """Stop the thread and write what is still queued."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        if thread is not None:
+            self._wake.set()
+            thread.join(timeout=10)
+        self.flush()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(self._interval_s)
+            self._wake.clear()
+            self.flush()
+            if self._closed:
+                return
