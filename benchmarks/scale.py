@@ -44,9 +44,8 @@ from robotmem import RobotMemory
 from robotmem.config import Settings
 from robotmem.embedders.hashing import HashingEmbedder
 from robotmem.formats.serialize import session_summary
-from robotmem.store.sqlite import memories as memory_rows
-from robotmem.store.sqlite import sessions as session_rows
-from robotmem.store.sqlite import vectors as vector_rows
+from robotmem.records import NewMemory
+from robotmem.store.protocol import StoreTx
 from robotmem.text.classify import build_context, classify
 from robotmem.text.tokens import content_hash, index_text
 
@@ -194,10 +193,10 @@ def generate(n: int, seed: int = 7) -> Iterator[Item]:
             yield _fact(rng, collection, i)
 
 
-def _new_memory(item: Item, session_id: str, created_at: str) -> memory_rows.NewMemory:
+def _new_memory(item: Item, session_id: str, created_at: str) -> NewMemory:
     found = classify(item.text, item.context)
     if item.perception_type is None:
-        return memory_rows.NewMemory(
+        return NewMemory(
             collection=item.collection,
             type="fact",
             content=item.text,
@@ -213,7 +212,7 @@ def _new_memory(item: Item, session_id: str, created_at: str) -> memory_rows.New
             index_body=index_text(item.text),
             created_at=created_at,
         )
-    return memory_rows.NewMemory(
+    return NewMemory(
         collection=item.collection,
         type="perception",
         content=item.text,
@@ -254,23 +253,23 @@ def cached_database(n: int, *, log: Callable[[str], None] = print) -> Path:
             vectors = embedder.embed_batch([item.text for item in chunk])
 
             def work(
-                c: sqlite3.Connection, chunk: list[Item] = chunk, vectors: Any = vectors, offset: int = offset
+                tx: StoreTx, chunk: list[Item] = chunk, vectors: Any = vectors, offset: int = offset
             ) -> None:
                 if offset == 0:
-                    vector_rows.record_model(c, embedder.model_id, DIM)
+                    tx.vectors.record_model(embedder.model_id, DIM)
                 for k, (item, vector) in enumerate(zip(chunk, vectors, strict=True)):
                     number = offset + k
                     session_id = f"bench-session-{number // SESSION_SIZE:06d}"
                     moment = (start + timedelta(minutes=number * 2)).isoformat(timespec="microseconds")
                     if number % SESSION_SIZE == 0:
-                        session_rows.create(c, session_id, item.collection, {"robot_id": "bench"}, moment)
-                    memory_id = memory_rows.insert(c, _new_memory(item, session_id, moment))
-                    vector_rows.put(c, memory_id, vector, embedder.model_id)
+                        tx.sessions.create(session_id, item.collection, {"robot_id": "bench"}, moment)
+                    new = _new_memory(item, session_id, moment)
+                    tx.memories.insert_many([new], [vector], embedder.model_id)
                     if number % SESSION_SIZE == SESSION_SIZE - 1 or number == n - 1:
-                        summary = session_summary(session_rows.summarize(c, session_id))
-                        session_rows.end(c, session_id, round(0.5 + (number % 5) / 10, 2), summary, moment)
+                        summary = session_summary(tx.sessions.summarize(session_id))
+                        tx.sessions.end(session_id, round(0.5 + (number % 5) / 10, 2), summary, moment)
 
-            mem.engine.write(lambda tx, work=work: work(tx.conn))
+            mem.engine.write(work)
             log(f"  built {min(offset + batch, n):,}/{n:,} memories ({time.perf_counter() - started:.0f} s)")
     conn = sqlite3.connect(partial)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -43,6 +43,8 @@ FloatArray = npt.NDArray[np.float32]
 EVERY = 2**62
 # (memory_id, content, vector) of one embedded memory.
 EmbeddedText = tuple[int, str, FloatArray]
+# The vector of each memory of a batch, None for a memory without one.
+VectorBatch = Sequence[FloatArray | None]
 # (collection, memories, active memories, sessions, latest activity) of one collection.
 CollectionRow = tuple[str, int, int, int, str | None]
 
@@ -172,10 +174,7 @@ class MemoryTable(Protocol):
     """Rows of memories with everything that changes with them: text index, tags, payloads."""
 
     def insert_many(
-        self,
-        news: Sequence[NewMemory],
-        vectors: Sequence[FloatArray | None] | None = None,
-        model_id: str | None = None,
+        self, news: Sequence[NewMemory], vectors: VectorBatch | None = None, model_id: str | None = None
     ) -> list[int]:
         """Insert every memory (text index, tags, payload included) in order; return their new ids.
 
@@ -332,23 +331,49 @@ class VectorTable(Protocol):
 class EmbeddingJobs(Protocol):
     """Backfill (memories without a vector) and re-embedding with a new model (staged, then swapped)."""
 
-    def count_without_vector(self) -> int: ...
+    def count_without_vector(self) -> int:
+        """Return how many active memories have no vector."""
+        ...
 
-    def without_vector(self, after_id: int, limit: int) -> list[tuple[int, str]]: ...
+    def without_vector(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """Return up to ``limit`` ``(id, content)`` of active memories without a vector, id above ``after_id``."""
+        ...
 
-    def store_backfilled(self, items: Sequence[EmbeddedText], model_id: str, dim: int) -> int: ...
+    def store_backfilled(self, items: Sequence[EmbeddedText], model_id: str, dim: int) -> int:
+        """Store the vectors of memories still active, without a vector and holding the text embedded; return
+        how many were stored. Stores none when the store meanwhile recorded another model (a re-embedding
+        finished)."""
+        ...
 
-    def reindex_target(self) -> tuple[str, int] | None: ...
+    def reindex_target(self) -> tuple[str, int] | None:
+        """Return the ``(model_id, dim)`` of an unfinished re-embedding, or None."""
+        ...
 
-    def begin_reindex(self, model_id: str, dim: int) -> bool: ...
+    def begin_reindex(self, model_id: str, dim: int) -> bool:
+        """Start or continue staging vectors of ``model_id``; return True when earlier staged vectors are kept
+        (those staged for another model are discarded)."""
+        ...
 
-    def unstaged(self, after_id: int, limit: int) -> list[tuple[int, str]]: ...
+    def unstaged(self, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """Return up to ``limit`` ``(id, content)`` of active memories above ``after_id`` without a staged
+        vector (one staged for an older text of the memory does not count)."""
+        ...
 
-    def stage(self, items: Sequence[EmbeddedText], model_id: str) -> None: ...
+    def stage(self, items: Sequence[EmbeddedText], model_id: str) -> None:
+        """Stage the vectors of ``items`` (``(id, embedded text, vector)``) for the swap."""
+        ...
 
-    def staging_progress(self) -> tuple[int, int]: ...
+    def staging_progress(self) -> tuple[int, int]:
+        """Return ``(staged, total)``: active memories with a valid staged vector, and all active memories."""
+        ...
 
-    def swap_reindex(self, model_id: str, dim: int) -> tuple[int, int]: ...
+    def swap_reindex(self, model_id: str, dim: int) -> tuple[int, int]:
+        """Replace every stored vector by the staged ones and record ``model_id`` as the store's model.
+
+        Active memories without a valid staged vector (written during the run) are left for backfill.
+        Returns ``(vectors stored, active memories left without a vector)``.
+        """
+        ...
 
 
 class TransferRows(Protocol):

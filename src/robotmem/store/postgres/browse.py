@@ -15,8 +15,8 @@ import psycopg
 
 from robotmem.records import Memory, MemoryQuery, SessionRow
 from robotmem.store.postgres.memories import Memories
-from robotmem.store.postgres.sessions import row_to_session
 from robotmem.store.protocol import CollectionRow
+from robotmem.store.shared.rows import row_to_session
 
 _SUCCESS = "(m.context -> 'task' -> 'success')"
 _FAILED = f"({_SUCCESS} = 'false'::jsonb)"

@@ -1,22 +1,19 @@
-"""Backfill and re-embedding on PostgreSQL: the ``EmbeddingJobs`` of the storage contract."""
+"""``EmbeddingJobs`` on PostgreSQL: backfill, and re-embedding staged in ``reindex_vectors``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from robotmem.store.postgres.vectors import INDEX_NAME, as_vector, record_model, set_meta, stored_model
 from robotmem.store.protocol import EmbeddedText
-
-_REINDEX_MODEL_KEY = "reindex_model_id"
-_REINDEX_DIM_KEY = "reindex_dim"
+from robotmem.store.shared.rows import REINDEX_KEYS, model_meta
 
 
 class Jobs:
-    """``EmbeddingJobs`` on PostgreSQL: backfill, and re-embedding staged in ``reindex_vectors``."""
+    """``EmbeddingJobs`` on PostgreSQL."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self._conn = conn
@@ -38,7 +35,7 @@ class Jobs:
     def store_backfilled(self, items: Sequence[EmbeddedText], model_id: str, dim: int) -> int:
         stored = stored_model(self._conn)
         if stored is not None and stored != (model_id, dim):
-            return 0
+            return 0  # a re-embedding finished meanwhile
         if stored is None:
             record_model(self._conn, model_id, dim)
         count = 0
@@ -52,20 +49,13 @@ class Jobs:
         return count
 
     def reindex_target(self) -> tuple[str, int] | None:
-        rows: dict[str, Any] = dict(
-            self._conn.execute(
-                "SELECT key, value FROM meta WHERE key IN (%s, %s)", (_REINDEX_MODEL_KEY, _REINDEX_DIM_KEY)
-            ).fetchall()
-        )
-        if _REINDEX_MODEL_KEY not in rows:
-            return None
-        return str(rows[_REINDEX_MODEL_KEY]), int(rows.get(_REINDEX_DIM_KEY, 0))
+        return stored_model(self._conn, REINDEX_KEYS)
 
     def begin_reindex(self, model_id: str, dim: int) -> bool:
         if self.reindex_target() == (model_id, dim):
             return True
         self._conn.execute("DELETE FROM reindex_vectors")
-        set_meta(self._conn, {_REINDEX_MODEL_KEY: model_id, _REINDEX_DIM_KEY: str(dim)})
+        set_meta(self._conn, model_meta(REINDEX_KEYS, model_id, dim))
         return False
 
     def unstaged(self, after_id: int, limit: int) -> list[tuple[int, str]]:
@@ -109,5 +99,5 @@ class Jobs:
         ).rowcount
         record_model(conn, model_id, dim)
         conn.execute("DELETE FROM reindex_vectors")
-        conn.execute("DELETE FROM meta WHERE key IN (%s, %s)", (_REINDEX_MODEL_KEY, _REINDEX_DIM_KEY))
+        conn.execute("DELETE FROM meta WHERE key IN (%s, %s)", REINDEX_KEYS)
         return int(stored), self.count_without_vector()

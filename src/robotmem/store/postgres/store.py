@@ -9,7 +9,6 @@ of their own and never wait. Access counts are written by a background thread, a
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -35,6 +34,7 @@ from robotmem.store.postgres.sync import Sync
 from robotmem.store.postgres.transfer import Transfer
 from robotmem.store.postgres.vectors import Vectors
 from robotmem.store.protocol import RecallScope, StoreTx
+from robotmem.store.shared.rows import AccessQueue
 
 log = logging.getLogger("robotmem.store")
 T = TypeVar("T")
@@ -119,7 +119,7 @@ class PostgresStore:
                 transient=True,
             ) from None
         self._closed = False
-        self._access = _AccessWriter(self)
+        self._access = AccessQueue(self._write_access)
         self.postings = TextPostings() if use_mirror else None
         self.points = SpatialPoints() if use_mirror else None
         self.masks = PassingMasks() if use_mirror else None
@@ -193,63 +193,19 @@ class PostgresStore:
         self._closed = True
         self._pool.close()
 
-
-class _AccessWriter:
-    """Batches access counts so a recall never waits for a write (a thread, as on SQLite)."""
-
-    def __init__(self, store: PostgresStore, interval_s: float = 0.5) -> None:
-        self._store = store
-        self._interval_s = interval_s
-        self._pending: dict[int, int] = {}
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-
-    def record(self, ids: Iterable[int]) -> None:
-        with self._lock:
-            for memory_id in ids:
-                self._pending[memory_id] = self._pending.get(memory_id, 0) + 1
-            if self._thread is None and not self._stopped:
-                self._thread = threading.Thread(target=self._loop, name="robotmem-access", daemon=True)
-                self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            self._wake.wait(self._interval_s)
-            self._wake.clear()
-            self.flush()
-            if self._stopped:
-                return
-
-    def flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        if not pending:
-            return
-        store = self._store
-
+    def _write_access(self, counts: dict[int, int]) -> None:
         def apply(conn: psycopg.Connection) -> None:
             # Row locks only (not the write lock): access counts are not changes a sync carries.
             for attempt in range(4):
                 try:
                     with conn.transaction():
-                        record_access(conn, pending, store._now())
+                        record_access(conn, counts, self._now())
                     return
                 except psycopg.errors.DeadlockDetected:
                     if attempt == 3:
                         raise
 
         try:
-            store._run(apply)
+            self._run(apply)
         except (RobotMemError, psycopg.Error) as exc:
             log.warning("access counts not recorded: %s", exc)
-
-    def close(self) -> None:
-        with self._lock:
-            self._stopped = True
-            thread = self._thread
-        if thread is not None:
-            self._wake.set()
-            thread.join(timeout=10)
-        self.flush()

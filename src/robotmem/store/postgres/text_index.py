@@ -2,7 +2,7 @@
 
 PostgreSQL has no parser for Chinese, and its English stemmer is not FTS5's, so the terms are made in
 Python exactly as the SQLite engine's FTS5 makes them (``text.index_text`` segments CJK, then FTS5's
-``porter unicode61`` tokenizer, asked through ``store.sqlite.mirror.Stemmer``) and stored as a
+``porter unicode61`` tokenizer, asked through ``store.shared.terms``) and stored as a
 ``tsvector`` whose positions count each term. ``fts_terms`` keeps each term's document count and
 ``fts_totals`` the documents and tokens, so BM25 uses the statistics FTS5 uses: the same scores.
 
@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 
+from robotmem.store.shared.rows import batches
 from robotmem.store.shared.terms import shared_stemmer
 from robotmem.text.tokens import number_terms
 
@@ -29,17 +30,9 @@ _MAX_POSITION = 16383  # tsvector positions stop there
 _MAX_LEXEME_BYTES = 2046
 
 
-def document_terms(body: str) -> list[str]:
-    """Return the FTS5 terms of an indexed body, in order (one or more per whitespace token)."""
-    tokens = body.split()
-    if not tokens:
-        return []
-    by_token = shared_stemmer().terms(tokens)
-    return [term for token in tokens for term in by_token[token] if term]
-
-
 def query_terms(words: Sequence[str]) -> list[str]:
-    """Return the FTS5 terms of query ``words``, a word listed twice counting twice.
+    """Return the FTS5 terms of query ``words`` (or of a body's whitespace tokens), in order, a word listed
+    twice counting twice.
 
     A word FTS5 splits into several terms (a phrase there) contributes each of them.
     """
@@ -86,22 +79,8 @@ class Encoded:
 
 def encode(body: str) -> Encoded:
     """Return the index entry of an indexed body (``text.index_text`` of a memory's content)."""
-    terms = document_terms(body)
+    terms = query_terms(body.split())
     return Encoded(tsvector_literal(terms), len(terms), frozenset(terms), tuple(terms))
-
-
-def note_added(conn: psycopg.Connection, entries: Sequence[Encoded]) -> None:
-    """Count ``entries`` (just written to ``memory_terms``) in the BM25 statistics."""
-    if not entries:
-        return
-    counts: Counter[str] = Counter()
-    for entry in entries:
-        counts.update(entry.distinct)
-    _count_terms(conn, counts, sign=1)
-    conn.execute(
-        "UPDATE fts_totals SET docs = docs + %s, tokens = tokens + %s",
-        (len(entries), sum(entry.length for entry in entries)),
-    )
 
 
 def insert(
@@ -122,7 +101,7 @@ def insert(
             [e.vector for e in entries],
         ),
     )
-    note_added(conn, entries)
+    _count(conn, [e.distinct for e in entries], sum(e.length for e in entries), sign=1)
 
 
 def add(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> None:
@@ -148,14 +127,7 @@ def remove(conn: psycopg.Connection, ids: Sequence[int]) -> None:
     ).fetchall()
     if not rows:
         return
-    counts: Counter[str] = Counter()
-    for _, _, lexemes in rows:
-        counts.update(lexemes)
-    _count_terms(conn, counts, sign=-1)
-    conn.execute(
-        "UPDATE fts_totals SET docs = docs - %s, tokens = tokens - %s",
-        (len(rows), sum(int(r[1]) for r in rows)),
-    )
+    _count(conn, [lexemes for _, _, lexemes in rows], sum(int(r[1]) for r in rows), sign=-1)
 
 
 def replace(conn: psycopg.Connection, memory_id: int, body: str | None) -> None:
@@ -177,29 +149,31 @@ def rebuild(conn: psycopg.Connection, rows: Iterable[tuple[int, str]]) -> int:
         "ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text"
     )
     count = 0
-    batch: list[tuple[int, str]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= 500:
-            add(conn, batch)
-            count += len(batch)
-            batch = []
-    add(conn, batch)
-    return count + len(batch)
+    for batch in batches(rows, 500):
+        add(conn, batch)
+        count += len(batch)
+    return count
 
 
-def _count_terms(conn: psycopg.Connection, counts: Counter[str], sign: int) -> None:
-    if not counts:
-        return
+def _count(conn: psycopg.Connection, documents: Sequence[Iterable[str]], tokens: int, sign: int) -> None:
+    """Add (``sign`` 1) or take away (-1) ``documents`` (each one's distinct terms), of ``tokens`` terms in
+    all, in the BM25 statistics."""
+    counts: Counter[str] = Counter()
+    for terms in documents:
+        counts.update(terms)
     # Sorted, so that two writers never wait on each other's rows in opposite orders.
-    terms = sorted(counts)
+    ordered = sorted(counts)
+    if ordered:
+        conn.execute(
+            "INSERT INTO fts_terms (term, docs) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+            "ON CONFLICT (term) DO UPDATE SET docs = fts_terms.docs + EXCLUDED.docs",
+            (ordered, [sign * counts[t] for t in ordered]),
+        )
+    if ordered and sign < 0:
+        conn.execute("DELETE FROM fts_terms WHERE term = ANY(%s) AND docs <= 0", (ordered,))
     conn.execute(
-        "INSERT INTO fts_terms (term, docs) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
-        "ON CONFLICT (term) DO UPDATE SET docs = fts_terms.docs + EXCLUDED.docs",
-        (terms, [sign * counts[t] for t in terms]),
+        "UPDATE fts_totals SET docs = docs + %s, tokens = tokens + %s", (sign * len(documents), sign * tokens)
     )
-    if sign < 0:
-        conn.execute("DELETE FROM fts_terms WHERE term = ANY(%s) AND docs <= 0", (terms,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Vectors on PostgreSQL: inline in ``memories.embedding``, searched exactly or through an HNSW index.
+"""``VectorTable`` on PostgreSQL: vectors inline in ``memories.embedding``, searched exactly or through an HNSW index.
 
 A store holds vectors of one model (``meta.embed_model_id``/``embed_dim``). Recording the model creates
 an HNSW index (cosine) over the active memories' vectors of that dimension; a re-embedding swaps the
@@ -14,7 +14,7 @@ vectors and rebuilds it. Which search runs is the store's choice (``search_vecto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from pgvector import Vector
 from psycopg import sql
 
 from robotmem.store.protocol import FloatArray, VectorQuery
+from robotmem.store.shared.rows import MODEL_KEYS, model_meta, recorded_model
 
 # Below this many rows (the planner's estimate) vector search is exact.
 EXACT_BELOW = 20_000
@@ -34,16 +35,17 @@ def as_vector(vector: FloatArray) -> Vector:
     return Vector(np.asarray(vector, dtype=np.float32))
 
 
-def stored_model(conn: psycopg.Connection) -> tuple[str, int] | None:
-    rows: dict[str, Any] = dict(
-        conn.execute("SELECT key, value FROM meta WHERE key IN ('embed_model_id', 'embed_dim')").fetchall()
+def stored_model(conn: psycopg.Connection, keys: tuple[str, str] = MODEL_KEYS) -> tuple[str, int] | None:
+    """Return the ``(model_id, dim)`` recorded under ``keys`` of ``meta`` (by default the model of the
+    store's vectors), or None before one is."""
+    meta: dict[str, Any] = dict(
+        conn.execute("SELECT key, value FROM meta WHERE key IN (%s, %s)", keys).fetchall()
     )
-    if "embed_model_id" not in rows:
-        return None
-    return str(rows["embed_model_id"]), int(rows.get("embed_dim", 0))
+    return recorded_model(meta, keys)
 
 
-def set_meta(conn: psycopg.Connection, values: dict[str, str]) -> None:
+def set_meta(conn: psycopg.Connection, values: Mapping[str, str]) -> None:
+    """Write ``values`` (key → value) to ``meta``."""
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -53,7 +55,7 @@ def set_meta(conn: psycopg.Connection, values: dict[str, str]) -> None:
 
 def record_model(conn: psycopg.Connection, model_id: str, dim: int) -> None:
     """Record the store's model and (re)create the HNSW index for its dimension."""
-    set_meta(conn, {"embed_model_id": model_id, "embed_dim": str(dim)})
+    set_meta(conn, model_meta(MODEL_KEYS, model_id, dim))
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(INDEX_NAME)))
     if 0 < dim <= 16000:
         # Only rows of this dimension: a re-embedding rebuilds the index in the transaction that swapped

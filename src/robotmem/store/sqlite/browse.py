@@ -12,7 +12,8 @@ from typing import Any
 
 from robotmem.records import Memory, MemoryQuery, SessionRow
 from robotmem.store.protocol import CollectionRow
-from robotmem.store.sqlite import memories, sessions
+from robotmem.store.shared.rows import row_to_session
+from robotmem.store.sqlite.memories import Memories
 
 # Categories that hold lessons drawn from a failure.
 FAILURE_CATEGORIES = ("root_cause", "postmortem", "gotcha")
@@ -79,7 +80,7 @@ def list_memories(
             {**params, "page_limit": limit, "page_offset": offset},
         )
     ]
-    found = memories.fetch(conn, ids)
+    found = Memories(conn).fetch(ids)
     return [found[memory_id] for memory_id in ids if memory_id in found], total
 
 
@@ -146,7 +147,7 @@ def _session_rows(
     conn: sqlite3.Connection, where: str, params: dict[str, Any], tail: str
 ) -> list[SessionRow]:
     rows = conn.execute(f"{_SESSION_SELECT} WHERE {where} {tail}", params)
-    return [SessionRow(sessions.row_to_session(row), int(row[8]), int(row[9]), int(row[10])) for row in rows]
+    return [SessionRow(row_to_session(row), int(row[8]), int(row[9]), int(row[10])) for row in rows]
 
 
 def list_sessions(

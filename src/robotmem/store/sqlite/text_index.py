@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from robotmem.store.shared.rows import batches
 from robotmem.store.shared.terms import FTS_TOKENIZER
 
 CREATE_TABLE = f'CREATE VIRTUAL TABLE memories_fts USING fts5(body, tokenize = "{FTS_TOKENIZER}")'
@@ -20,7 +20,6 @@ _LOG = (
     "INSERT OR REPLACE INTO memory_changes (memory_id, seq) "
     "VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_changes))"
 )
-_BATCH = 500
 
 
 def add(conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
@@ -54,16 +53,10 @@ def rebuild(conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> int:
     conn.execute(CREATE_TABLE)
     bump_epoch(conn)
     count = 0
-    batch: list[dict[str, Any]] = []
-    insert = "INSERT INTO memories_fts (rowid, body) VALUES (:id, :body)"
-    for memory_id, body in rows:
-        batch.append({"id": memory_id, "body": body})
-        if len(batch) >= _BATCH:
-            conn.executemany(insert, batch)
-            count += len(batch)
-            batch = []
-    conn.executemany(insert, batch)
-    return count + len(batch)
+    for batch in batches(rows, 500):
+        conn.executemany("INSERT INTO memories_fts (rowid, body) VALUES (?, ?)", batch)
+        count += len(batch)
+    return count
 
 
 def bump_epoch(conn: sqlite3.Connection) -> None:

@@ -1,8 +1,9 @@
-"""Stored vectors and the in-process index that mirrors them.
+"""``VectorTable`` on SQLite: stored vectors, and the in-process index that mirrors them.
 
 Every vector write takes the next ``seq``; a tombstone (NULL embedding) takes one too. Any process can
 bring its index up to date by reading the rows with ``seq`` above the last it saw, so several
-processes sharing one file see each other's writes without reloading everything.
+processes sharing one file see each other's writes without reloading everything. The statements other
+modules run too (``put``, ``drop``, the recorded model in ``meta``) are functions of the connection.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from robotmem.query.vectors import FloatArray, VectorIndex, decode_vector, encode_vector
+from robotmem.query.vectors import FloatArray, VectorIndex, encode_vector
 from robotmem.store.protocol import VectorQuery
+from robotmem.store.shared.rows import MODEL_KEYS, model_meta, recorded_model
+
+EPISODE_TABLE = "memory_episode_vectors"
 
 
 def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:
@@ -27,18 +31,6 @@ def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: 
     )
     conn.execute(
         "UPDATE memories SET embedding_model = :model WHERE id = :id", {"id": memory_id, "model": model_id}
-    )
-
-
-EPISODE_TABLE = "memory_episode_vectors"
-
-
-def put_episode(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:
-    """Store the episode vector of ``memory_id`` (its text after its predecessor's, embedded together)."""
-    conn.execute(
-        f"INSERT OR REPLACE INTO {EPISODE_TABLE} (memory_id, seq, model_id, embedding) "
-        f"VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {EPISODE_TABLE}), :model, :blob)",
-        {"id": memory_id, "model": model_id, "blob": encode_vector(vector)},
     )
 
 
@@ -54,22 +46,21 @@ def drop(conn: sqlite3.Connection, memory_id: int) -> None:
     conn.execute("UPDATE memories SET embedding_model = NULL WHERE id = :id", {"id": memory_id})
 
 
-def stored_model(conn: sqlite3.Connection) -> tuple[str, int] | None:
-    """Return ``(model_id, dim)`` recorded for this database's vectors, or None before the first vector."""
-    rows = dict(
-        conn.execute("SELECT key, value FROM meta WHERE key IN ('embed_model_id', 'embed_dim')").fetchall()
-    )
-    if "embed_model_id" not in rows:
-        return None
-    return rows["embed_model_id"], int(rows.get("embed_dim", 0))
+def stored_model(conn: sqlite3.Connection, keys: tuple[str, str] = MODEL_KEYS) -> tuple[str, int] | None:
+    """Return the ``(model_id, dim)`` recorded under ``keys`` of ``meta`` (by default the model of the
+    database's vectors), or None before one is."""
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", keys).fetchall())
+    return recorded_model(meta, keys)
+
+
+def set_meta(conn: sqlite3.Connection, values: Mapping[str, str]) -> None:
+    """Write ``values`` (key → value) to ``meta``."""
+    conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(values.items()))
 
 
 def record_model(conn: sqlite3.Connection, model_id: str, dim: int) -> None:
     """Record the model whose vectors this database holds."""
-    conn.executemany(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES (:key, :value)",
-        [{"key": "embed_model_id", "value": model_id}, {"key": "embed_dim", "value": str(dim)}],
-    )
+    set_meta(conn, model_meta(MODEL_KEYS, model_id, dim))
 
 
 class MirroredIndex:
@@ -116,9 +107,6 @@ class MirroredIndex:
         return self.index.vector(memory_id)
 
 
-__all__ = ["MirroredIndex", "decode_vector", "drop", "put", "put_episode", "record_model", "stored_model"]
-
-
 class Vectors:
     """``VectorTable`` on SQLite: blob rows, searched through the process's synced in-memory index."""
 
@@ -130,7 +118,11 @@ class Vectors:
         put(self._conn, memory_id, vector, model_id)
 
     def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
-        put_episode(self._conn, memory_id, vector, model_id)
+        self._conn.execute(
+            f"INSERT OR REPLACE INTO {EPISODE_TABLE} (memory_id, seq, model_id, embedding) "
+            f"VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {EPISODE_TABLE}), :model, :blob)",
+            {"id": memory_id, "model": model_id, "blob": encode_vector(vector)},
+        )
 
     def drop(self, memory_id: int) -> None:
         drop(self._conn, memory_id)
