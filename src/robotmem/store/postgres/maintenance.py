@@ -10,7 +10,6 @@ vectors (inline in their memory's row) and the context-value index.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -119,14 +118,16 @@ class Maintenance(SharedMaintenance):
             ]
         return stale
 
-    def _reindex(self, report: IntegrityReport) -> bool:
-        return False  # the server keeps its own indexes
+    def _repair_storage(self, report: IntegrityReport) -> dict[str, Any]:
+        # The server keeps its own indexes, and a typed column holds no value of another type.
+        return {"reindexed": False, "columns_rewritten": 0}
 
-    def _repair_columns(self) -> dict[str, int]:
-        return {"columns_rewritten": 0}  # a typed column holds no value of another type
-
-    def _rebuild_text_index(self, rows: Iterator[tuple[int, str]]) -> int:
-        return text_index.rebuild(self._conn, rows)
+    def _rebuild_derived(self) -> dict[str, int]:
+        return {
+            "fts_rows_indexed": text_index.rebuild(self._conn, self._index_texts()),
+            "context_values_indexed": self._rebuild_context_values(),
+            **self._repair_vectors(),
+        }
 
     def _rebuild_context_values(self) -> int:
         self._conn.execute("DELETE FROM context_values")

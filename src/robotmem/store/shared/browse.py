@@ -10,6 +10,7 @@ service.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,7 +66,7 @@ def memory_predicate(query: MemoryQuery, mark: Placeholders) -> tuple[str, dict[
     return where(parts), params
 
 
-class SharedBrowse:
+class SharedBrowse(ABC):
     """The views of ``BrowseQueries`` whose SQL is the same on both engines; one method per view.
 
     An engine sets ``_mark`` (its placeholders), ``_SUCCEEDED`` and ``_FAILED`` (SQL over ``memories m``
@@ -77,11 +78,11 @@ class SharedBrowse:
     _SUCCEEDED: str
     _FAILED: str
 
-    def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
-        raise NotImplementedError
+    @abstractmethod
+    def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]: ...
 
-    def _session(self, row: Sequence[Any]) -> Session:
-        raise NotImplementedError
+    @abstractmethod
+    def _session(self, row: Sequence[Any]) -> Session: ...
 
     def _count(self, sql: str, params: dict[str, Any]) -> int:
         return int(self._conn.execute(sql, params).fetchone()[0])

@@ -10,6 +10,7 @@ text index, its vectors, its context-value index) beside the code that runs it.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -109,12 +110,12 @@ def _is_time(value: Any, nullable: bool = False) -> bool:
     return (nullable and value is None) or is_stored_timestamp(value)
 
 
-class SharedMaintenance:
+class SharedMaintenance(ABC):
     """The checks and repairs of ``Maintenance`` whose SQL or rules are the same on both engines.
 
-    An engine names its own checks (``_checks``: ``REFERENCE_CHECKS`` and those of its derived data),
-    how to count its text index and vectors (``_ROW_COUNTS``) and implements the ``_``-methods below that
-    raise ``NotImplementedError``.
+    An engine supplies its placeholders (``_mark``), how to count its text index and vectors
+    (``_ROW_COUNTS``), its checks (``REFERENCE_CHECKS`` and those of its own derived data) and the
+    abstract steps below.
     """
 
     _conn: Connection
@@ -122,20 +123,38 @@ class SharedMaintenance:
     # Row counts of the report beyond memories, active memories and sessions: the text index, the vectors.
     _ROW_COUNTS: dict[str, str]
 
-    def _checks(self) -> dict[str, tuple[str, str]]:
-        raise NotImplementedError
+    @abstractmethod
+    def _checks(self) -> dict[str, tuple[str, str]]: ...
 
-    def _checked_in_python(self) -> dict[str, list[Any]]:
-        """Return the offending ids of checks the engine makes outside SQL (none by default)."""
-        return {}
-
+    @abstractmethod
     def _fts_stale(self) -> list[int]:
         """Return the active memories whose text index entry differs from what their content gives."""
-        raise NotImplementedError
+
+    @abstractmethod
+    def _repair_storage(self, report: IntegrityReport) -> dict[str, Any]:
+        """Repair the storage itself: ``reindexed`` (its own indexes), ``columns_rewritten``."""
+
+    @abstractmethod
+    def _rebuild_derived(self) -> dict[str, int]:
+        """Rebuild the text index and the context-value index, make the vectors agree with the memories."""
+
+    @abstractmethod
+    def _schema_state(self) -> tuple[int, int, str]:
+        """Return (the schema version this code writes, the stored one, the journal mode)."""
+
+    @abstractmethod
+    def _stored_model(self) -> tuple[str, int] | None: ...
+
+    def _checked_in_python(self) -> dict[str, list[Any]]:
+        """Return the offending ids of the engine's checks made outside SQL (none by default)."""
+        return {}
 
     def _count(self, sql: str) -> int:
-        row = self._conn.execute(sql).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
+        return int(self._conn.execute(sql).fetchone()[0])
+
+    def _check_count(self, name: str) -> int:
+        column, body = self._checks()[name]
+        return self._count(f"SELECT COUNT(*) FROM (SELECT {column} {body}) x")
 
     def _check_ids(self, name: str) -> list[Any]:
         column, body = self._checks()[name]
@@ -212,39 +231,17 @@ class SharedMaintenance:
     def repair(self, report: IntegrityReport, now: str) -> dict[str, Any]:
         """Repair what ``report`` found, in one transaction; return how many rows each step changed.
 
-        Values and references first (a restored memory needs its text indexed), then the derived indexes
-        are rebuilt from the memories.
+        The storage first, then values and references (a restored memory needs its text indexed), then
+        the derived indexes are rebuilt from the memories.
         """
-        actions: dict[str, Any] = {"reindexed": self._reindex(report)}
-        actions.update(self._repair_columns())
+        actions = self._repair_storage(report)
         actions.update(self._repair_references(now))
         actions.update(self._repair_values(now))
-        actions["fts_rows_indexed"] = self._rebuild_text_index(self._index_texts())
-        actions["context_values_indexed"] = self._rebuild_context_values()
-        actions.update(self._repair_vectors())
+        actions.update(self._rebuild_derived())
         return actions
 
-    def _reindex(self, report: IntegrityReport) -> bool:
-        """Rebuild the database's own indexes when ``report`` says they are damaged; return whether it did."""
-        raise NotImplementedError
-
-    def _repair_columns(self) -> dict[str, int]:
-        """Rewrite the values of a wrong kind; ``{"columns_rewritten": n}``."""
-        raise NotImplementedError
-
-    def _rebuild_text_index(self, rows: Iterator[tuple[int, str]]) -> int:
-        """Replace the text index by ``rows`` (id, indexed text); return the rows indexed."""
-        raise NotImplementedError
-
-    def _rebuild_context_values(self) -> int:
-        """Recompute the context-value index from every memory's context; return the rows it holds."""
-        raise NotImplementedError
-
-    def _repair_vectors(self) -> dict[str, int]:
-        """Make the vectors agree with the memories: ``vectors_tombstoned``, ``_unmarked``, ``_remarked``."""
-        raise NotImplementedError
-
     def _index_texts(self) -> Iterator[tuple[int, str]]:
+        """Return (id, indexed text) of every active memory, for a rebuild of the text index."""
         rows = self._conn.execute("SELECT id, content FROM memories WHERE status = 'active' ORDER BY id")
         return ((int(memory_id), index_text(content)) for memory_id, content in rows.fetchall())
 
@@ -371,14 +368,3 @@ class SharedMaintenance:
             vectors_stale=self._check_count("vectors_stale"),
             stored_model=self._stored_model(),
         )
-
-    def _check_count(self, name: str) -> int:
-        column, body = self._checks()[name]
-        return self._count(f"SELECT COUNT(*) FROM (SELECT {column} {body}) x")
-
-    def _schema_state(self) -> tuple[int, int, str]:
-        """Return (the schema version this code writes, the stored one, the journal mode)."""
-        raise NotImplementedError
-
-    def _stored_model(self) -> tuple[str, int] | None:
-        raise NotImplementedError

@@ -134,9 +134,6 @@ def _element_kind(base: str) -> type | None:
     return {"strings": str, "ids": int}.get(base)
 
 
-_JSON_KINDS = frozenset({"object", "strings", "ids", "json"})
-
-
 def read(value: Any, kind: str) -> tuple[Any, str | None]:
     """Return ``(value, problem)``: the value read from SQLite (JSON kinds parsed) and what is wrong
     with it for a column of ``kind`` (None when nothing is)."""

@@ -9,7 +9,7 @@ and repairs whose rules are the same on both engines are ``SharedMaintenance``'s
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,12 +152,13 @@ class Maintenance(SharedMaintenance):
                 stale.append(int(memory_id))
         return stale
 
-    def _reindex(self, report: IntegrityReport) -> bool:
-        """Rebuild every ordinary index from its table (cures a damaged b-tree index, not a damaged table)."""
-        if report.integrity == ("ok",):
-            return False
-        self._conn.execute("REINDEX")
-        return True
+    def _repair_storage(self, report: IntegrityReport) -> dict[str, Any]:
+        """REINDEX when SQLite's own check failed (it cures a damaged b-tree index, not a damaged table),
+        then rewrite the values of a wrong kind."""
+        reindexed = report.integrity != ("ok",)
+        if reindexed:
+            self._conn.execute("REINDEX")
+        return {"reindexed": reindexed, **self._repair_columns()}
 
     def _repair_columns(self) -> dict[str, int]:
         """Rewrite every value of a wrong kind in the form its column must hold (``columns.repaired``).
@@ -193,11 +194,12 @@ class Maintenance(SharedMaintenance):
         except sqlite3.IntegrityError:  # a tag equal to one its memory already has
             self._conn.execute(f"DELETE FROM {table} WHERE rowid = :rowid", {"rowid": rowid})
 
-    def _rebuild_text_index(self, rows: Iterator[tuple[int, str]]) -> int:
-        return text_index.rebuild(self._conn, rows)
-
-    def _rebuild_context_values(self) -> int:
-        return values.rebuild(self._conn)
+    def _rebuild_derived(self) -> dict[str, int]:
+        return {
+            "fts_rows_indexed": text_index.rebuild(self._conn, self._index_texts()),
+            "context_values_indexed": values.rebuild(self._conn),
+            **self._repair_vectors(),
+        }
 
     def _repair_vectors(self) -> dict[str, int]:
         """Vectors of non-active or deleted memories become tombstones (so every process's index drops
