@@ -38,7 +38,6 @@ class Browse(SharedBrowse):
         return row_to_session(row)
 
     def spatial_fields(self, collection: str | None) -> list[str]:
-        """Return the ``spatial.*`` keys whose values are coordinate lists in active memories."""
         rows = self._conn.execute(
             # Keys in byte order, as SQLite sorts them (DISTINCT needs the sort key in the select list).
             "SELECT DISTINCT j.key COLLATE \"C\" AS key FROM memories m, jsonb_each(m.context -> 'spatial') AS j "
@@ -52,7 +51,6 @@ class Browse(SharedBrowse):
     def spatial_points(
         self, key: str, collection: str | None, limit: int
     ) -> list[tuple[int, str, list[Any], Any]]:
-        """Return ``(id, content, coordinates, task.success)`` of active memories with ``spatial.<key>`` a list."""
         rows = self._conn.execute(
             "SELECT m.id, m.content, (m.context_text::json -> 'spatial' -> %(key)s::text)::text, "
             f"{_SUCCESS}::text, jsonb_typeof({_SUCCESS}) FROM memories m "

@@ -70,7 +70,8 @@ class SharedBrowse(ABC):
     """The views of ``BrowseQueries`` whose SQL is the same on both engines; one method per view.
 
     An engine sets ``_mark`` (its placeholders), ``_SUCCEEDED`` and ``_FAILED`` (SQL over ``memories m``
-    true when its context's ``task.success`` is true, false), and implements ``_fetch`` and ``_session``.
+    true when its context's ``task.success`` is true, false), and implements the abstract methods: its
+    memory and session rows, and the views that read inside a context.
     """
 
     _conn: Connection
@@ -229,3 +230,13 @@ class SharedBrowse(ABC):
             {**params, "limit": limit},
         )
         return [int(row[0]) for row in rows]
+
+    @abstractmethod
+    def spatial_fields(self, collection: str | None) -> list[str]:
+        """Return the ``spatial.*`` keys whose values are coordinate lists in active memories."""
+
+    @abstractmethod
+    def spatial_points(
+        self, key: str, collection: str | None, limit: int
+    ) -> list[tuple[int, str, list[Any], Any]]:
+        """Return ``(id, content, coordinates, task.success)`` of active memories with ``spatial.<key>`` a list."""

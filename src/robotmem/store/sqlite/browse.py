@@ -35,7 +35,6 @@ class Browse(SharedBrowse):
         return row_to_session(row)
 
     def spatial_fields(self, collection: str | None) -> list[str]:
-        """Return the ``spatial.*`` keys whose values are coordinate lists in active memories."""
         rows = self._conn.execute(
             "SELECT DISTINCT j.key FROM memories m, json_each(m.context, '$.spatial') AS j "
             "WHERE m.status = 'active' AND json_type(m.context, '$.spatial') = 'object' "
@@ -47,7 +46,6 @@ class Browse(SharedBrowse):
     def spatial_points(
         self, key: str, collection: str | None, limit: int
     ) -> list[tuple[int, str, list[Any], Any]]:
-        """Return ``(id, content, coordinates, task.success)`` of active memories with ``spatial.<key>`` a list."""
         rows = self._conn.execute(
             "SELECT m.id, m.content, json_extract(m.context, :path), json_extract(m.context, '$.task.success'), "
             "json_type(m.context, '$.task.success') FROM memories m "
