@@ -8,7 +8,7 @@ a row written by another program can hold a value robotmem never writes. ``check
 Kinds: ``text``, ``integer``, ``number``, ``object`` (JSON object text), ``strings`` and ``ids``
 (JSON arrays of strings, of integers), ``json`` (any JSON text); a trailing ``?`` allows NULL. The
 times and confidences of memories and sessions have checks of their own (``times_invalid``,
-``confidence_invalid``, repaired by ``maintenance.repair_values``), so the checks here leave them out;
+``confidence_invalid``, repaired by ``SharedMaintenance._repair_values``), so the checks here leave them out;
 export checks every column.
 """
 
@@ -68,7 +68,7 @@ OUTCOME_COLUMNS: dict[str, str] = {
 TAG_COLUMNS: dict[str, str] = {"tag": "text", "source": "text"}
 PAYLOAD_COLUMNS: dict[str, str] = {"data": "json?", "metadata": "json?"}
 # Columns of memories and sessions with checks (and repairs) of their own: the form of a time, the
-# range of a confidence (``maintenance.repair_values``).
+# range of a confidence (``SharedMaintenance._repair_values``).
 MEMORY_OWN_CHECKS = frozenset({"created_at", "updated_at", "last_accessed", "confidence", "base_confidence"})
 SESSION_OWN_CHECKS = frozenset({"created_at", "ended_at"})
 # table → (its kinds, the columns left to their own checks)
@@ -132,9 +132,6 @@ def _json_of(value: Any) -> Any:
 
 def _element_kind(base: str) -> type | None:
     return {"strings": str, "ids": int}.get(base)
-
-
-_JSON_KINDS = frozenset({"object", "strings", "ids", "json"})
 
 
 def read(value: Any, kind: str) -> tuple[Any, str | None]:

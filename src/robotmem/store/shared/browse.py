@@ -1,0 +1,240 @@
+"""The web UI's read queries whose SQL is the same in both dialects: ``SharedBrowse``, the base of each
+engine's ``Browse``.
+
+Only the test of a memory's ``task.success`` differs between the dialects (SQLite's ``json_type``,
+PostgreSQL's ``jsonb`` operators): each engine names it (``_SUCCEEDED``, ``_FAILED``), and adds the views
+that read inside a context (spatial fields and points). The queries run inside the caller's read
+snapshot, take parameters by name only, and return records or plain rows; serialization happens in the
+service.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from robotmem.records import Memory, MemoryQuery, SessionRow
+from robotmem.store.protocol import CollectionRow
+from robotmem.store.shared.checks import Connection, Placeholders
+from robotmem.store.shared.rows import row_to_session
+
+# Categories that hold lessons drawn from a failure.
+FAILURE_CATEGORIES = ("root_cause", "postmortem", "gotcha")
+
+
+def equal_to(
+    values: dict[str, Any], mark: Placeholders, prefix: str = "eq"
+) -> tuple[list[str], dict[str, Any]]:
+    """Return ``column = placeholder`` for each column of ``values`` that is not None, and the parameters."""
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+    for number, (column, value) in enumerate(values.items()):
+        if value is not None:
+            parts.append(f"{column} = {mark(f'{prefix}{number}')}")
+            params[f"{prefix}{number}"] = value
+    return parts, params
+
+
+def where(parts: Sequence[str]) -> str:
+    """Return ``parts`` joined by AND (``1 = 1`` when there are none)."""
+    return " AND ".join(parts) if parts else "1 = 1"
+
+
+def memory_predicate(query: MemoryQuery, mark: Placeholders) -> tuple[str, dict[str, Any]]:
+    """Return the SQL predicate over ``memories m`` and its parameters for ``query``."""
+    parts, params = equal_to(
+        {
+            "m.collection": query.collection,
+            "m.type": query.type,
+            "m.status": query.status,
+            "m.category": query.category,
+            "m.perception_type": query.perception_type,
+            "m.session_id": query.session_id,
+        },
+        mark,
+    )
+    bounds = (
+        ("m.confidence >=", "min_confidence", query.min_confidence),
+        ("m.confidence <=", "max_confidence", query.max_confidence),
+        ("m.created_at >=", "since", query.since),
+        ("m.created_at <", "until", query.until),
+    )
+    for comparison, name, bound in bounds:
+        if bound is not None:
+            parts.append(f"{comparison} {mark(name)}")
+            params[name] = bound
+    return where(parts), params
+
+
+class SharedBrowse(ABC):
+    """The views of ``BrowseQueries`` whose SQL is the same on both engines; one method per view.
+
+    An engine sets ``_mark`` (its placeholders), ``_SUCCEEDED`` and ``_FAILED`` (SQL over ``memories m``
+    true when its context's ``task.success`` is true, false), and implements the abstract methods: its
+    memory rows, and the views that read inside a context.
+    """
+
+    _conn: Connection
+    _mark: Placeholders
+    _SUCCEEDED: str
+    _FAILED: str
+
+    @abstractmethod
+    def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]: ...
+
+    def _count(self, sql: str, params: dict[str, Any]) -> int:
+        return int(self._conn.execute(sql, params).fetchone()[0])
+
+    def _in_collection(
+        self, collection: str | None, column: str = "collection"
+    ) -> tuple[list[str], dict[str, Any]]:
+        return equal_to({column: collection}, self._mark, "collection")
+
+    def list_memories(self, query: MemoryQuery, limit: int, offset: int) -> tuple[list[Memory], int]:
+        """Return one page of memories passing ``query`` (time order) and how many pass in all."""
+        p = self._mark
+        predicate, params = memory_predicate(query, p)
+        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {predicate}", params)
+        order = "DESC" if query.newest_first else "ASC"
+        ids = [
+            int(row[0])
+            for row in self._conn.execute(
+                f"SELECT m.id FROM memories m WHERE {predicate} ORDER BY m.created_at {order}, m.id {order} "
+                f"LIMIT {p('page_limit')} OFFSET {p('page_offset')}",
+                {**params, "page_limit": limit, "page_offset": offset},
+            )
+        ]
+        found = self._fetch(ids)
+        return [found[memory_id] for memory_id in ids if memory_id in found], total
+
+    def totals(self, collection: str | None, since: str) -> dict[str, Any]:
+        """Return counts for the dashboard: by status, by type (active), created since ``since``, sessions."""
+        parts, params = self._in_collection(collection)
+        scope = where(parts)
+
+        def grouped(sql: str) -> dict[str, int]:
+            return {str(key): int(count) for key, count in self._conn.execute(f"{sql} ORDER BY 1", params)}
+
+        return {
+            "by_status": grouped(f"SELECT status, COUNT(*) FROM memories WHERE {scope} GROUP BY status"),
+            "by_type": grouped(
+                f"SELECT type, COUNT(*) FROM memories WHERE {scope} AND status = 'active' GROUP BY type"
+            ),
+            "created_since": self._count(
+                f"SELECT COUNT(*) FROM memories WHERE {scope} AND created_at >= {self._mark('since')}",
+                {**params, "since": since},
+            ),
+            "sessions": grouped(f"SELECT status, COUNT(*) FROM sessions WHERE {scope} GROUP BY status"),
+        }
+
+    def category_counts(self, collection: str | None) -> list[tuple[str, int]]:
+        """Return ``(category, active count)`` pairs, largest first."""
+        parts, params = self._in_collection(collection)
+        active = where(["status = 'active'", *parts])
+        rows = self._conn.execute(
+            f"SELECT category, COUNT(*) AS n FROM memories WHERE {active} "
+            "GROUP BY category ORDER BY n DESC, category",
+            params,
+        )
+        return [(str(category), int(count)) for category, count in rows]
+
+    def collection_rows(self) -> list[CollectionRow]:
+        """Return ``(collection, memories, active, sessions, latest activity)`` of every collection, by name."""
+        rows = self._conn.execute(
+            "SELECT name, SUM(total), SUM(active), SUM(sessions), MAX(last_at) FROM ("
+            " SELECT collection AS name, COUNT(*) AS total, SUM(CASE WHEN status = 'active' THEN 1 ELSE 0 END) "
+            " AS active, 0 AS sessions, MAX(created_at) AS last_at FROM memories GROUP BY collection"
+            " UNION ALL"
+            " SELECT collection, 0, 0, COUNT(*), MAX(created_at) FROM sessions GROUP BY collection"
+            ") x GROUP BY name ORDER BY name"
+        )
+        return [
+            (str(name), int(total or 0), int(active or 0), int(sessions or 0), last_at)
+            for name, total, active, sessions, last_at in rows
+        ]
+
+    def _session_rows(self, predicate: str, params: dict[str, Any], tail: str) -> list[SessionRow]:
+        """Return the sessions passing ``predicate`` over ``sessions s`` (and ``session_outcomes o``) with
+        their counts of memories (not invalidated), of those that succeeded and of those that failed."""
+        of_session = "FROM memories m WHERE m.session_id = s.id AND m.status != 'invalidated'"
+        rows = self._conn.execute(
+            "SELECT s.id, s.collection, s.context, s.status, s.created_at, s.ended_at, o.outcome_score, "
+            f"s.summary, (SELECT COUNT(*) {of_session}), (SELECT COUNT(*) {of_session} AND {self._SUCCEEDED}), "
+            f"(SELECT COUNT(*) {of_session} AND {self._FAILED}) "
+            f"FROM sessions s LEFT JOIN session_outcomes o ON o.session_id = s.id WHERE {predicate} {tail}",
+            params,
+        )
+        return [SessionRow(row_to_session(row), int(row[8]), int(row[9]), int(row[10])) for row in rows]
+
+    def list_sessions(
+        self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
+    ) -> tuple[list[SessionRow], int]:
+        """Return one page of sessions with counts (time order) and how many match in all."""
+        p = self._mark
+        parts, params = equal_to({"s.collection": collection, "s.status": status}, p)
+        total = self._count(f"SELECT COUNT(*) FROM sessions s WHERE {where(parts)}", params)
+        order = "DESC" if newest_first else "ASC"
+        page = self._session_rows(
+            where(parts),
+            {**params, "page_limit": limit, "page_offset": offset},
+            f"ORDER BY s.created_at {order}, s.id {order} LIMIT {p('page_limit')} OFFSET {p('page_offset')}",
+        )
+        return page, total
+
+    def session_row(self, session_id: str) -> SessionRow | None:
+        """Return the session with its counts, or None when there is no such session."""
+        found = self._session_rows(f"s.id = {self._mark('id')}", {"id": session_id}, "")
+        return found[0] if found else None
+
+    def session_memory_ids(self, session_id: str) -> list[int]:
+        """Return the ids of every memory of the session (any status) in time order."""
+        rows = self._conn.execute(
+            f"SELECT id FROM memories WHERE session_id = {self._mark('id')} ORDER BY created_at, id",
+            {"id": session_id},
+        )
+        return [int(row[0]) for row in rows]
+
+    def failed_sessions(self, collection: str | None, max_outcome: float, limit: int) -> list[SessionRow]:
+        """Return ended sessions with ``outcome_score < max_outcome`` or a failed task, newest first."""
+        p = self._mark
+        parts, params = self._in_collection(collection, "s.collection")
+        failed = (
+            f"(o.outcome_score < {p('max_outcome')} OR EXISTS (SELECT 1 FROM memories m WHERE m.session_id = s.id "
+            f"AND m.status != 'invalidated' AND {self._FAILED}))"
+        )
+        return self._session_rows(
+            where([*parts, "s.status = 'ended'", failed]),
+            {**params, "max_outcome": max_outcome, "limit": limit},
+            f"ORDER BY s.created_at DESC, s.id DESC LIMIT {p('limit')}",
+        )
+
+    def failure_memory_ids(self, collection: str | None, limit: int) -> list[int]:
+        """Return active memories that record a failure or a lesson from one, newest first.
+
+        A failure: the stored context says the task failed, or the memory carries the ``failure`` tag or
+        a category of ``FAILURE_CATEGORIES``.
+        """
+        parts, params = self._in_collection(collection, "m.collection")
+        categories = ", ".join(f"'{category}'" for category in FAILURE_CATEGORIES)
+        failure = (
+            f"({self._FAILED} OR EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id "
+            f"AND t.tag = 'failure') OR m.category IN ({categories}))"
+        )
+        predicate = where(["m.status = 'active'", *parts, failure])
+        rows = self._conn.execute(
+            f"SELECT m.id FROM memories m WHERE {predicate} "
+            f"ORDER BY m.created_at DESC, m.id DESC LIMIT {self._mark('limit')}",
+            {**params, "limit": limit},
+        )
+        return [int(row[0]) for row in rows]
+
+    @abstractmethod
+    def spatial_fields(self, collection: str | None) -> list[str]:
+        """Return the ``spatial.*`` keys whose values are coordinate lists in active memories."""
+
+    @abstractmethod
+    def spatial_points(
+        self, key: str, collection: str | None, limit: int
+    ) -> list[tuple[int, str, list[Any], Any]]:
+        """Return ``(id, content, coordinates, task.success)`` of active memories with ``spatial.<key>`` a list."""
