@@ -191,6 +191,8 @@ class PgFilter(FilterWalk[Value]):
                 and (operand.startswith(("[", "{")) or "\0" in operand)
             ):
                 return None  # NULL, and arrays/objects compared as text, have no containment form
+            if not isinstance(operand, str) and abs(operand) >= 2**63:
+                return None  # SQLite reads a stored integer past 64 bits as a double: many equal this one
             for form in _stored_forms(operand):
                 shapes += [form, {"value": form}]
         tests = []
