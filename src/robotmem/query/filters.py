@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 from robotmem.errors import ValidationError
 
 Scalar = str | int | float | bool | None
+Operand = str | int | float  # a scalar other than null (a bool is an int)
 
 COMPARISONS = ("$eq", "$ne", "$lt", "$lte", "$gt", "$gte")
 OPERATORS = (*COMPARISONS, "$in", "$nin", "$exists", "$between", "$contains", "$not")
@@ -241,7 +242,7 @@ def _scalar_or_json(path: str, op: str, value: Any) -> Any:
     return _scalar(path, op, value)
 
 
-def _orderable(path: str, op: str, value: Any) -> str | int | float:
+def _orderable(path: str, op: str, value: Any) -> Operand:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise _fail(_where(path), f"{op} takes a number or a string, got {json.dumps(value)}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -319,12 +320,10 @@ class FilterWalk(ABC, Generic[Compared]):
         if op == "$exists":
             located = self.context_located(segments) if in_context else RECORD_FIELDS[field]
             return f"({located} IS {'NOT ' if operand else ''}NULL)"
+        if op == "$contains" and in_context:
+            return self.context_contains(segments, operand)
         if op == "$contains":
-            return (
-                self.context_contains(segments, operand)
-                if in_context
-                else self.record_contains(field, operand)
-            )
+            return self.record_contains(field, operand)
         value = self.context_value(segments) if in_context else self.record_value(field)
         if op == "$eq":
             return self.is_null(value) if operand is None else self.equal(value, operand)
@@ -388,19 +387,19 @@ class FilterWalk(ABC, Generic[Compared]):
         """Whether ``value`` is NULL: a missing field or a JSON null (true or false, never NULL)."""
 
     @abstractmethod
-    def equal(self, value: Compared, operand: Scalar) -> str:
-        """Whether ``value`` equals ``operand`` (not None) by SQLite's rules."""
+    def equal(self, value: Compared, operand: Operand) -> str:
+        """Whether ``value`` equals ``operand`` by SQLite's rules."""
 
     @abstractmethod
-    def order(self, value: Compared, sign: str, operand: str | int | float) -> str:
+    def order(self, value: Compared, sign: str, operand: Operand) -> str:
         """Whether ``value sign operand`` holds by SQLite's rules (``sign`` one of ``SIGNS``)."""
 
-    def between(self, value: Compared, low: str | int | float, high: str | int | float) -> str:
+    def between(self, value: Compared, low: Operand, high: Operand) -> str:
         """Whether ``value`` lies within ``low`` and ``high``, both included."""
         return f"({self.order(value, '>=', low)} AND {self.order(value, '<=', high)})"
 
-    def among(self, value: Compared, listed: Sequence[Scalar]) -> str:
-        """Whether ``value`` equals one of ``listed`` (no None among them)."""
+    def among(self, value: Compared, listed: Sequence[Operand]) -> str:
+        """Whether ``value`` equals one of ``listed``."""
         return "(" + " OR ".join(self.equal(value, operand) for operand in listed) + ")"
 
     def tag(self, operand: Scalar) -> Scalar:

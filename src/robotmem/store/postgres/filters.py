@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from robotmem.query.filters import RECORD_FIELDS, All, Condition, FilterWalk, Node, Scalar
+from robotmem.query.filters import RECORD_FIELDS, All, Condition, FilterWalk, Node, Operand, Scalar
 
 # Record fields whose column SQLite stores as INTEGER or REAL (numeric affinity).
 INTEGER_FIELDS = frozenset({"id", "access_count"})
@@ -234,16 +234,15 @@ class PgFilter(FilterWalk[Value]):
     def is_null(self, value: Value) -> str:
         return f"({value.integer} IS NULL AND {value.real} IS NULL AND {value.text} IS NULL)"
 
-    def equal(self, value: Value, operand: Scalar) -> str:
+    def equal(self, value: Value, operand: Operand) -> str:
         operand = value.operand(operand)
         if isinstance(operand, str):
             if _holds_nul(operand):
                 return "FALSE"  # no stored text holds a NUL (SQLite reads a JSON string up to one)
             return f"({value.text} = {self.bind(operand)})"
-        assert operand is not None
         return self._numbers(value, "=", operand, texts="FALSE")
 
-    def order(self, value: Value, sign: str, operand: str | int | float) -> str:
+    def order(self, value: Value, sign: str, operand: Operand) -> str:
         operand = value.operand(operand)
         # Every number sorts before every text.
         if isinstance(operand, str):
@@ -258,7 +257,7 @@ class PgFilter(FilterWalk[Value]):
             )
         return self._numbers(value, sign, operand, texts="TRUE" if sign in (">", ">=") else "FALSE")
 
-    def _numbers(self, value: Value, sign: str, operand: int | float, texts: str) -> str:
+    def _numbers(self, value: Value, sign: str, operand: float, texts: str) -> str:
         """``value sign operand`` for a number operand, compared by exact values; ``texts`` for a text value."""
         number = int(operand) if isinstance(operand, bool) else operand
         exact = Decimal(number)  # the exact value of an int, or of a double

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from robotmem.query.filters import RECORD_FIELDS, FilterWalk, Node, Scalar
+from robotmem.query.filters import RECORD_FIELDS, FilterWalk, Node, Operand, Scalar
 
 
 def json_path(segments: Sequence[str]) -> str:
@@ -63,16 +63,16 @@ class SqlBuilder(FilterWalk[str]):
     def is_null(self, value: str) -> str:
         return f"({value} IS NULL)"
 
-    def equal(self, value: str, operand: Scalar) -> str:
+    def equal(self, value: str, operand: Operand) -> str:
         return f"({value} = {self.bind(operand)})"
 
-    def order(self, value: str, sign: str, operand: str | int | float) -> str:
+    def order(self, value: str, sign: str, operand: Operand) -> str:
         return f"({value} {sign} {self.bind(operand)})"
 
-    def between(self, value: str, low: str | int | float, high: str | int | float) -> str:
+    def between(self, value: str, low: Operand, high: Operand) -> str:
         return f"({value} BETWEEN {self.bind(low)} AND {self.bind(high)})"
 
-    def among(self, value: str, listed: Sequence[Scalar]) -> str:
+    def among(self, value: str, listed: Sequence[Operand]) -> str:
         return f"({value} IN ({', '.join(self.bind(operand) for operand in listed)}))"
 
 
