@@ -17,8 +17,9 @@ from tests.strategies import examples
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
-from robotmem.query.filters import parse_filter, to_sql
+from robotmem.query.filters import parse_filter
 from robotmem.store.postgres.filters import to_pg_sql
+from robotmem.store.sqlite.filters import to_sql
 
 ROWS = [
     (

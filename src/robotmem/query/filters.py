@@ -1,4 +1,4 @@
-"""Structured filters on memories: parse once into a typed tree, then compile to SQL.
+"""Structured filters on memories: parse once into a typed tree, then walk it into SQL.
 
 A filter is an object of dot-path → condition; every entry must hold. A plain value means equality;
 an operator object uses ``$eq $ne $lt $lte $gt $gte $in $nin $exists $between $contains`` (several
@@ -6,19 +6,24 @@ operators in one object must all hold, ``$not`` negates one); ``$and``, ``$or`` 
 and ``$not`` (a filter) combine filters at any level. Paths reach any key of the stored context
 (prefix ``context.`` to force a context key that shadows a record field) and the record fields.
 A ``params`` entry stored as ``{"value": 12.5, "unit": "N"}`` compares by its ``value``.
+
+``FilterWalk`` walks the tree once for every engine; each engine's dialect (``store/sqlite/filters.py``,
+``store/postgres/filters.py``) says how its SQL reads a value and compares it by SQLite's rules.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from robotmem.errors import ValidationError
 
 Scalar = str | int | float | bool | None
+Operand = str | int | float  # a scalar other than null (a bool is an int)
 
 COMPARISONS = ("$eq", "$ne", "$lt", "$lte", "$gt", "$gte")
 OPERATORS = (*COMPARISONS, "$in", "$nin", "$exists", "$between", "$contains", "$not")
@@ -237,7 +242,7 @@ def _scalar_or_json(path: str, op: str, value: Any) -> Any:
     return _scalar(path, op, value)
 
 
-def _orderable(path: str, op: str, value: Any) -> str | int | float:
+def _orderable(path: str, op: str, value: Any) -> Operand:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise _fail(_where(path), f"{op} takes a number or a string, got {json.dumps(value)}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -247,43 +252,55 @@ def _orderable(path: str, op: str, value: Any) -> str | int | float:
     return value
 
 
-def json_path(segments: Sequence[str]) -> str:
-    """Return the SQLite JSON path of context ``segments`` (digits index arrays; keys are quoted)."""
-    return "$" + "".join(
-        f"[{segment}]" if segment.isdigit() else "." + json.dumps(segment, ensure_ascii=False)
-        for segment in segments
-    )
+# The order comparisons, as SQL writes them.
+SIGNS = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
+Compared = TypeVar("Compared")
 
 
-class SqlBuilder:
-    """Compiles a filter tree into a WHERE fragment over ``memories m`` with named parameters."""
+def _truth(predicate: str, negated: bool) -> str:
+    """Whether ``predicate`` (in parentheses, or a literal) is true, or, ``negated``, false or NULL."""
+    # One operator in PostgreSQL and in SQLite (from 3.23; the store's upserts need 3.24), where
+    # NOT COALESCE(.., FALSE) would take twice the parser depth.
+    return f"({predicate} IS {'NOT ' if negated else ''}TRUE)"
+
+
+class FilterWalk(ABC, Generic[Compared]):
+    """Walks a filter tree into a WHERE fragment over ``memories m`` with named parameters.
+
+    The walk is what every engine shares: how ``$and``/``$or``/``$not`` combine, which conditions read a
+    record field, the tags or a context path, what each operator means in terms of equality, order and
+    absence, and how parameters are bound. An engine's subclass, its dialect, says only what its SQL
+    writes differently: placeholders, how a value is read (as ``Compared``: SQL text, or whatever the
+    dialect compares) and how it compares with an operand by SQLite's rules, which are the language's.
+    """
 
     def __init__(self, prefix: str = "f") -> None:
         self.params: dict[str, Any] = {}
         self._prefix = prefix
 
     def bind(self, value: Any) -> str:
-        """Return a placeholder for ``value`` (booleans become 1/0, as SQLite's JSON gives them)."""
+        """Return a placeholder for ``value``, a parameter of the fragment."""
         name = f"{self._prefix}{len(self.params)}"
-        self.params[name] = int(value) if isinstance(value, bool) else value
-        return ":" + name
+        self.params[name] = value
+        return self.placeholder(name)
 
     def compile(self, node: Node) -> str:
-        """Return the SQL boolean expression for ``node``."""
+        """Return the SQL boolean expression for ``node``: true for a row that passes, false or NULL else.
+
+        Raises ``ValidationError`` for an operator that does not apply to the field (e.g. ``$lt`` on tags).
+        """
         if isinstance(node, All):
             return self._join(" AND ", node.parts)
         if isinstance(node, Any_):
             return self._join(" OR ", node.parts)
         if isinstance(node, Not):
-            # Every compiled predicate is 1, 0 or NULL, so "IS NOT 1" is NOT COALESCE(.., 0) with half
-            # the parser depth, and a run of $not folds into one test: 16 nested $not stay well
-            # inside SQLite's parser stack.
+            # A run of $not folds into one test, so 16 nested $not stay well inside SQLite's parser stack.
             negated, part = True, node.part
             while isinstance(part, Not):
                 negated, part = not negated, part.part
-            return "(" + self.compile(part) + (" IS NOT 1)" if negated else " IS 1)")
+            return _truth(self.compile(part), negated)
         if node.path == ("tags",):
-            return self._tags(node)
+            return self._tags(node.operator, node.operand)
         return self._condition(node)
 
     def _join(self, operator: str, parts: Sequence[Node]) -> str:
@@ -296,78 +313,95 @@ class SqlBuilder:
             "(" + self._join(operator, parts[:middle]) + operator + self._join(operator, parts[middle:]) + ")"
         )
 
-    def _json_path(self, segments: tuple[str, ...]) -> str:
-        return self.bind(json_path(segments))
-
-    def context_value(self, segments: tuple[str, ...]) -> tuple[str, str, str]:
-        """Return ``(json_path, kind, value)`` SQL for the context value a condition at ``segments`` compares."""
-        json_path = self._json_path(segments)
-        kind = f"json_type(m.context, {json_path})"
-        # A {"value": .., "unit": ..} parameter compares by its value.
-        value = (
-            f"(CASE WHEN {kind} = 'object' THEN json_extract(m.context, {json_path} || '.value') "
-            f"WHEN {kind} IN ('array') THEN json(json_extract(m.context, {json_path})) "
-            f"ELSE json_extract(m.context, {json_path}) END)"
-        )
-        return json_path, kind, value
-
     def _condition(self, node: Condition) -> str:
-        if node.path[0] == "context":
-            json_path, kind, value = self.context_value(node.path[1:])
-        else:
-            kind = f"(CASE WHEN {RECORD_FIELDS[node.path[0]]} IS NULL THEN NULL ELSE 'scalar' END)"
-            json_path = ""
-            value = RECORD_FIELDS[node.path[0]]
         op, operand = node.operator, node.operand
+        field, segments = node.path[0], node.path[1:]
+        in_context = field == "context"
         if op == "$exists":
-            return f"({kind} IS {'NOT ' if operand else ''}NULL)"
+            located = self.context_located(segments) if in_context else RECORD_FIELDS[field]
+            return f"({located} IS {'NOT ' if operand else ''}NULL)"
+        if op == "$contains" and in_context:
+            return self.context_contains(segments, operand)
+        if op == "$contains":
+            return self.record_contains(field, operand)
+        value = self.context_value(segments) if in_context else self.record_value(field)
         if op == "$eq":
-            return (
-                f"({value} IS {self.bind(operand)})"
-                if operand is None
-                else f"({value} = {self.bind(operand)})"
-            )
+            return self.is_null(value) if operand is None else self.equal(value, operand)
         if op == "$ne":
-            return f"({value} IS NOT {self.bind(operand)})"
-        if op in ("$lt", "$lte", "$gt", "$gte"):
-            sign = {"$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}[op]
-            return f"({value} {sign} {self.bind(operand)})"
+            if operand is None:
+                return f"(NOT {self.is_null(value)})"
+            return _truth(self.equal(value, operand), negated=True)
+        if op in SIGNS:
+            return self.order(value, SIGNS[op], operand)
         if op == "$between":
-            return f"({value} BETWEEN {self.bind(operand[0])} AND {self.bind(operand[1])})"
-        if op in ("$in", "$nin"):
-            listed = ", ".join(self.bind(v) for v in operand)
-            if op == "$in":
-                return f"({value} IN ({listed}))"
-            return f"({value} IS NULL OR {value} NOT IN ({listed}))"
-        # $contains: an element of an array, or a substring of a string.
-        needle = self.bind(operand)
-        if node.path[0] != "context":
-            return f"(instr({value}, {needle}) > 0)"
-        return (
-            f"(CASE WHEN {kind} = 'array' THEN EXISTS (SELECT 1 FROM json_each(m.context, {json_path}) "
-            f"WHERE json_each.value = {needle}) ELSE instr(json_extract(m.context, {json_path}), {needle}) > 0 END)"
-        )
+            return self.between(value, *operand)
+        listed = [v for v in operand if v is not None]  # $in, $nin: NULL is never IN a list
+        matched = self.among(value, listed) if listed else "FALSE"
+        if op == "$in":
+            return matched
+        # NULL NOT IN (...) is NULL, so a missing value passes only through "IS NULL OR"; a NULL in the
+        # list makes NOT IN never true.
+        if len(listed) < len(operand):
+            return self.is_null(value)
+        return f"({self.is_null(value)} OR {_truth(matched, negated=True)})"
 
-    def _tags(self, node: Condition) -> str:
+    def _tags(self, op: str, operand: Any) -> str:
         has = "EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id{})"
-        op, operand = node.operator, node.operand
-        if op in ("$eq", "$contains"):
-            return "(" + has.format(f" AND t.tag = {self.bind(operand)}") + ")"
-        if op == "$ne":
-            return "(NOT " + has.format(f" AND t.tag = {self.bind(operand)}") + ")"
-        if op in ("$in", "$nin"):
-            listed = ", ".join(self.bind(v) for v in operand)
-            clause = has.format(f" AND t.tag IN ({listed})")
-            return f"({clause})" if op == "$in" else f"(NOT {clause})"
         if op == "$exists":
             return f"({'' if operand else 'NOT '}{has.format('')})"
-        raise _fail("['tags']", f"{op} does not apply to tags; use $contains, $in, $nin, $ne or $exists")
+        if op not in ("$eq", "$contains", "$ne", "$in", "$nin"):
+            raise _fail("['tags']", f"{op} does not apply to tags; use $contains, $in, $nin, $ne or $exists")
+        wanted = operand if op in ("$in", "$nin") else (operand,)
+        listed = [self.bind(tag) for tag in map(self.tag, wanted) if tag is not None]
+        clause = has.format(f" AND t.tag IN ({', '.join(listed)})") if listed else "FALSE"
+        return f"(NOT {clause})" if op in ("$ne", "$nin") else f"({clause})"
 
+    # ---- the dialect: what each engine writes its own way --------------------------------------
 
-def to_sql(node: Node, prefix: str = "f") -> tuple[str, dict[str, Any]]:
-    """Return ``(where_fragment, params)`` selecting the rows of ``memories m`` that satisfy ``node``.
+    @abstractmethod
+    def placeholder(self, name: str) -> str:
+        """The placeholder of parameter ``name`` in the engine's driver."""
 
-    Raises ``ValidationError`` for an operator that does not apply to the field (e.g. ``$lt`` on tags).
-    """
-    builder = SqlBuilder(prefix)
-    return builder.compile(node), builder.params
+    @abstractmethod
+    def context_located(self, segments: tuple[str, ...]) -> str:
+        """SQL that is NULL exactly when the context holds nothing (not even JSON null) at ``segments``."""
+
+    @abstractmethod
+    def context_value(self, segments: tuple[str, ...]) -> Compared:
+        """The value a condition on context ``segments`` compares (a parameter's ``value``)."""
+
+    @abstractmethod
+    def context_contains(self, segments: tuple[str, ...], operand: Scalar) -> str:
+        """Whether the context value at ``segments`` is an array holding ``operand``, or a text holding it."""
+
+    @abstractmethod
+    def record_value(self, field: str) -> Compared:
+        """The value a condition on record field ``field`` compares (under its column's affinity)."""
+
+    @abstractmethod
+    def record_contains(self, field: str, operand: Scalar) -> str:
+        """Whether the text of record field ``field`` holds ``operand``'s text, both as SQLite writes them."""
+
+    @abstractmethod
+    def is_null(self, value: Compared) -> str:
+        """Whether ``value`` is NULL: a missing field or a JSON null (true or false, never NULL)."""
+
+    @abstractmethod
+    def equal(self, value: Compared, operand: Operand) -> str:
+        """Whether ``value`` equals ``operand`` by SQLite's rules."""
+
+    @abstractmethod
+    def order(self, value: Compared, sign: str, operand: Operand) -> str:
+        """Whether ``value sign operand`` holds by SQLite's rules (``sign`` one of ``SIGNS``)."""
+
+    def between(self, value: Compared, low: Operand, high: Operand) -> str:
+        """Whether ``value`` lies within ``low`` and ``high``, both included."""
+        return f"({self.order(value, '>=', low)} AND {self.order(value, '<=', high)})"
+
+    def among(self, value: Compared, listed: Sequence[Operand]) -> str:
+        """Whether ``value`` equals one of ``listed``."""
+        return "(" + " OR ".join(self.equal(value, operand) for operand in listed) + ")"
+
+    def tag(self, operand: Scalar) -> Scalar:
+        """The parameter a tag must equal to match ``operand``, or None when no tag can."""
+        return operand

@@ -14,7 +14,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, event, given, reject, settings
@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from robotmem.errors import ValidationError
 from robotmem.query.filters import SQLITE_MAX_INT, parse_filter
 from robotmem.records import NewMemory
-from robotmem.store.postgres.filters import sqlite_real_text
-from robotmem.store.postgres.store import PostgresStore
+from robotmem.store.postgres.filters import PgFilter, sqlite_real_text
+from robotmem.store.postgres.store import PostgresStore, PostgresTx
 from robotmem.store.protocol import RecallScope, Store
 from robotmem.store.sqlite.store import SqliteStore
 
@@ -275,6 +275,85 @@ def test_a_generated_filter_passes_the_same_memories_on_both_engines(
     reference, server = passing(stores, rows, raw)
     event("none pass" if not reference else ("all pass" if len(reference) == len(rows) else "some pass"))
     assert server == reference
+
+
+def equalities_for(rows: list[dict[str, Any]]) -> st.SearchStrategy[Any]:
+    """``$eq``/``$in`` conditions on the context paths the rows hold, with values they hold or their
+    neighbours: the conditions ``PgFilter.index_hint`` turns into containment tests."""
+    leaves = [leaf for row in rows for leaf in _leaves(row["context"]) if not isinstance(leaf, (list, dict))]
+    held = [*leaves, *(near for leaf in leaves for near in _neighbours(leaf))]
+    held = [v for v in held if not isinstance(v, int) or isinstance(v, bool) or abs(v) <= SQLITE_MAX_INT]
+    value = st.one_of(st.sampled_from(held or [None]), st.sampled_from(held or [None]), scalars)
+    operand = st.one_of(value, st.lists(value, min_size=1, max_size=3).map(lambda listed: {"$in": listed}))
+    # Paths through an array have no containment form (nor a hint).
+    named = {
+        path
+        for row in rows
+        for path in _paths(row["context"])
+        if not any(k.isdigit() for k in path.split("."))
+    }
+    paths = sorted(named) or ["a", "b.a"]
+    return st.tuples(st.sampled_from(paths), operand).map(lambda pair: {pair[0]: pair[1]})
+
+
+def hinted_passing(
+    stores: tuple[Store, Store], rows: list[dict[str, Any]], raw: Any
+) -> tuple[list[int], list[int]] | None:
+    """The positions of the memories ``raw`` passes on SQLite, and on PostgreSQL with the filter's index
+    hint joined to it, as the vector search joins it; None when the filter has no hint."""
+    node = parse_filter(raw)
+    assert node is not None
+    builder = PgFilter()
+    where, hint = builder.compile(node), builder.index_hint(node)
+    if hint is None:
+        return None
+    collection = f"c{next(_collections)}"
+    news = [_new(row, collection, i) for i, row in enumerate(rows)]
+    ids = [store.write(lambda tx: tx.memories.insert_many(news)) for store in stores]
+    scope = RecallScope(collection=collection, min_confidence=0.0, filter=node)
+    reference = stores[0].read(lambda tx: tx.candidates(scope).first(100, ()))
+    sql = f"SELECT m.id FROM memories m WHERE m.collection = %(c)s AND {where} AND {hint}"
+    params = {**builder.params, "c": collection}
+    hinted = stores[1].read(lambda tx: cast(PostgresTx, tx).conn.execute(sql, params).fetchall())
+    return sorted(ids[0].index(m) for m in reference), sorted(ids[1].index(r[0]) for r in hinted)
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_the_index_hint_keeps_every_memory_the_filter_passes(
+    stores: tuple[Store, Store], data: st.DataObject
+) -> None:
+    """``PgFilter.index_hint`` (a containment test the GIN index answers) is as wide as the filter."""
+    rows = data.draw(st.lists(memories, min_size=3, max_size=8), label="rows")
+    parts = st.lists(st.one_of(equalities_for(rows), filters_for(rows)), min_size=1, max_size=3)
+    raw = data.draw(parts.map(lambda listed: {"$and": listed}), label="filter")
+    try:
+        found = hinted_passing(stores, rows, raw)
+    except ValidationError:
+        reject()
+    event("no hint" if found is None else "hinted")
+    if found is not None:
+        assert found[1] == found[0]
+
+
+HINT_EDGES = [
+    # A parameter compares by its value; true equals 1; an integer equals the double of its exact value.
+    ([row({"a": {"value": 1, "unit": "N"}}), row({"a": True}), row({"a": 1.0})], {"a": 1}, [0, 1, 2]),
+    ([row({"a": 2**60}), row({"a": {"value": 2**60}})], {"a": 1.152921504606847e18}, [0, 1]),
+    # Past 64 bits a stored integer is, to SQLite, the double nearest it.
+    ([row({"a": 2**64 + 1}), row({"a": 10**30})], {"a": {"$in": [1.8446744073709552e19, 1e30]}}, [0, 1]),
+]
+
+
+@pytest.mark.parametrize(("rows", "raw", "expected"), HINT_EDGES)
+def test_the_index_hint_keeps_the_edges_of_sqlites_equality(
+    stores: tuple[Store, Store], rows: list[dict[str, Any]], raw: Any, expected: list[int]
+) -> None:
+    assert hinted_passing(stores, rows, raw) in (None, (expected, expected))
 
 
 EDGES = [

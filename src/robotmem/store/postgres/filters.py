@@ -1,16 +1,8 @@
-"""Filters compiled to PostgreSQL with SQLite's comparison rules, so a filter passes the same rows on both engines.
+"""PostgreSQL's dialect of the filter walk (``query.filters.FilterWalk``): SQLite's comparison rules,
+emulated, so that a filter passes the same rows on both engines (``store/sqlite/filters.py`` states them).
 
-``robotmem.query.filters`` compiles a filter tree for SQLite, whose rules decide what a comparison means:
-``json_extract`` gives a context value as NULL (missing or JSON null), an INTEGER (an integer literal
-within 64 bits; true/false as 1/0), a REAL (any other number, so a literal past 64 bits too) or text
-(a string, or an array/object as its minified JSON); any number sorts before any text; text compares
-byte by byte; numbers compare by their exact values, an INTEGER against a REAL too (a nanosecond stamp
-of 1.7e18 against a double near it). A record column compares under its type affinity: a numeric
-column reads a numeric-looking text operand as a number (``1e400`` as infinity), a text column reads a
-number operand as its text (a REAL as ``%!.15g``: ``1.0``, ``0.3``, ``1.0e+16``).
-
-Here the same tree becomes SQL over ``memories m``, reading the ``jsonb`` context (and the context's
-text as written, ``context_text``, for what ``jsonb`` does not keep: an array's or object's text, and
+The walk's tree becomes SQL over ``memories m``, reading the ``jsonb`` context (and the context's text
+as written, ``context_text``, for what ``jsonb`` does not keep: an array's or object's text, and
 whether a number of 17 or more digits was written as an integer or as a double in exponent form). A
 compared value is held as a ``Value``: the schema's ``rm_int``/``rm_real``/``rm_txt`` split a JSON value
 into SQLite's classes, as ``numeric`` (exact), ``double precision`` and text. An operand is known here,
@@ -26,23 +18,19 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
-from robotmem.errors import ValidationError
-from robotmem.query.filters import RECORD_FIELDS, All, Any_, Condition, Node, Not
+from robotmem.query.filters import RECORD_FIELDS, All, Condition, FilterWalk, Node, Operand, Scalar
 
 # Record fields whose column SQLite stores as INTEGER or REAL (numeric affinity).
 INTEGER_FIELDS = frozenset({"id", "access_count"})
 REAL_FIELDS = frozenset({"confidence"})
-NUMERIC_FIELDS = INTEGER_FIELDS | REAL_FIELDS
 # SQLite reads a text as a number under numeric affinity when all of it is one, with ASCII digits and
 # C white space around it (``sqlite3AtoF``).
 _NUMERIC_TEXT = re.compile(r"[ \t\n\v\f\r]*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?[ \t\n\v\f\r]*")
 _INTEGER_TEXT = re.compile(r"[ \t\n\v\f\r]*[-+]?[0-9]+[ \t\n\v\f\r]*")
-_SIGNS = {"$eq": "=", "$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
 _MAX_INDEX = 2**31 - 1
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -66,38 +54,36 @@ def _as_text(value: Any) -> str:
     """The text SQLite makes of a bound number or boolean under TEXT affinity."""
     if isinstance(value, bool):
         return "1" if value else "0"
-    if isinstance(value, int):
-        return str(value)
     if isinstance(value, float):
         return sqlite_real_text(value)
     return str(value)
 
 
-def _numeric_text(value: str) -> int | float | None:
-    """The number SQLite's numeric affinity reads from ``value``, or None when it stays text."""
-    if not _NUMERIC_TEXT.fullmatch(value):
-        return None
-    if _INTEGER_TEXT.fullmatch(value):
-        number = int(value)
-        if _INT64[0] <= number <= _INT64[1]:
-            return number
+def _as_number(value: Any) -> Any:
+    """An operand as SQLite's numeric affinity reads it: a text that is all one number becomes it."""
+    if not isinstance(value, str) or not _NUMERIC_TEXT.fullmatch(value):
+        return value
+    if _INTEGER_TEXT.fullmatch(value) and _INT64[0] <= int(value) <= _INT64[1]:
+        return int(value)
     return float(value)  # overflow reads as an infinity, as in SQLite
 
 
-@dataclass(frozen=True, slots=True)
-class Value:
+def _as_is(value: Any) -> Any:
+    return value
+
+
+class Value(NamedTuple):
     """SQL for one compared value in SQLite's classes: ``integer`` (numeric), ``real`` (double), ``text``;
-    at most one is not NULL for a row, and all are NULL when the value is."""
+    at most one is not NULL for a row, and all are NULL when the value is. ``operand`` gives an operand
+    as SQLite sees it beside the value (a column's affinity converts it)."""
 
     integer: str
     real: str
     text: str
+    operand: Callable[[Any], Any] = _as_is
 
     def is_number(self) -> str:
         return f"({self.integer} IS NOT NULL OR {self.real} IS NOT NULL)"
-
-    def is_null(self) -> str:
-        return f"({self.integer} IS NULL AND {self.real} IS NULL AND {self.text} IS NULL)"
 
 
 def _json_value(json_sql: str, path_sql: str) -> Value:
@@ -141,43 +127,11 @@ def _between_doubles(number: int) -> tuple[float, float] | None:
     return math.nextafter(nearest, -math.inf), nearest
 
 
-class PgFilter:
+class PgFilter(FilterWalk[Value]):
     """Compiles a filter tree into a WHERE fragment over ``memories m`` with psycopg named parameters."""
 
-    def __init__(self, prefix: str = "f") -> None:
-        self.params: dict[str, Any] = {}
-        self._prefix = prefix
-
-    def bind(self, value: Any) -> str:
-        """Return a placeholder for ``value``."""
-        name = f"{self._prefix}{len(self.params)}"
-        self.params[name] = value
+    def placeholder(self, name: str) -> str:
         return f"%({name})s"
-
-    def compile(self, node: Node) -> str:
-        """Return the SQL boolean expression for ``node`` (NULL counts as false, as in SQLite's WHERE)."""
-        if isinstance(node, All):
-            return self._join(" AND ", node.parts)
-        if isinstance(node, Any_):
-            return self._join(" OR ", node.parts)
-        if isinstance(node, Not):
-            negated, part = True, node.part
-            while isinstance(part, Not):
-                negated, part = not negated, part.part
-            return "((" + self.compile(part) + (") IS NOT TRUE)" if negated else ") IS TRUE)")
-        if node.path == ("tags",):
-            return self._tags(node)
-        if node.path[0] == "context":
-            return self._context(node)
-        return self._record(node)
-
-    def _join(self, operator: str, parts: Sequence[Node]) -> str:
-        if len(parts) <= 8:
-            return "(" + operator.join(self.compile(part) for part in parts) + ")"
-        middle = len(parts) // 2
-        return (
-            "(" + self._join(operator, parts[:middle]) + operator + self._join(operator, parts[middle:]) + ")"
-        )
 
     # ---- context values --------------------------------------------------------------------------
 
@@ -196,24 +150,22 @@ class PgFilter:
                 expression = f"({expression} -> {self.bind(segment)}::text)"
         return expression
 
-    def _context(self, node: Condition) -> str:
-        segments = node.path[1:]
+    context_located = json_at  # NULL when absent, jsonb 'null' for a JSON null
+
+    def context_value(self, segments: tuple[str, ...]) -> Value:
         raw = self.json_at(segments)
-        path = f"{self.bind(list(segments))}::text[]"
-        op, operand = node.operator, node.operand
-        if op == "$exists":
-            return f"({raw} IS {'NOT ' if operand else ''}NULL)"
-        if op == "$contains":
-            if operand is None or _holds_nul(operand):
-                return "FALSE"
-            needle = self.bind(_as_text(operand))
-            element = _json_value("e.value", f"{path} || ARRAY[(e.n - 1)::text]")
-            return (
-                f"(CASE WHEN jsonb_typeof({raw}) = 'array' THEN EXISTS (SELECT 1 FROM "
-                f"jsonb_array_elements({raw}) WITH ORDINALITY AS e(value, n) WHERE {self._equal(element, operand)}) "
-                f"ELSE strpos(rm_instr_text({raw}, m.context_text, {path}), {needle}) > 0 END)"
-            )
-        return self._compare(_json_value(f"rm_value({raw})", f"rm_value_path({raw}, {path})"), op, operand)
+        return _json_value(f"rm_value({raw})", f"rm_value_path({raw}, {self.bind(list(segments))}::text[])")
+
+    def context_contains(self, segments: tuple[str, ...], operand: Scalar) -> str:
+        if operand is None or _holds_nul(operand):
+            return "FALSE"
+        raw, path = self.json_at(segments), f"{self.bind(list(segments))}::text[]"
+        element = _json_value("e.value", f"{path} || ARRAY[(e.n - 1)::text]")
+        text = self._text_contains(f"rm_instr_text({raw}, m.context_text, {path})", operand)
+        return (
+            f"(CASE WHEN jsonb_typeof({raw}) = 'array' THEN EXISTS (SELECT 1 FROM jsonb_array_elements({raw}) "
+            f"WITH ORDINALITY AS e(value, n) WHERE {self.equal(element, operand)}) ELSE {text} END)"
+        )
 
     def index_hint(self, node: Node) -> str | None:
         """Return a containment test on ``m.context`` that every row passing ``node`` passes (and the GIN
@@ -239,6 +191,8 @@ class PgFilter:
                 and (operand.startswith(("[", "{")) or "\0" in operand)
             ):
                 return None  # NULL, and arrays/objects compared as text, have no containment form
+            if not isinstance(operand, str) and abs(operand) >= 2**63:
+                return None  # SQLite reads a stored integer past 64 bits as a double: many equal this one
             for form in _stored_forms(operand):
                 shapes += [form, {"value": form}]
         tests = []
@@ -249,40 +203,47 @@ class PgFilter:
             tests.append(f"m.context @> {self.bind(json.dumps(document))}::jsonb")
         return "(" + " OR ".join(tests) + ")"
 
-    def _compare(self, value: Value, op: str, operand: Any) -> str:
-        """A comparison of ``value`` with ``operand`` (Python, as SQLite sees it bound) by SQLite's rules."""
-        if op == "$eq":
-            if operand is None:
-                return value.is_null()
-            return self._equal(value, operand)
-        if op == "$ne":
-            if operand is None:
-                return f"(NOT {value.is_null()})"
-            return f"(({self._equal(value, operand)}) IS NOT TRUE)"
-        if op in ("$lt", "$lte", "$gt", "$gte"):
-            return self._order(value, _SIGNS[op], operand)
-        if op == "$between":
-            low, high = operand
-            return f"({self._order(value, '>=', low)} AND {self._order(value, '<=', high)})"
-        if op in ("$in", "$nin"):
-            listed = [v for v in operand if v is not None]
-            matched = " OR ".join(self._equal(value, v) for v in listed) or "FALSE"
-            if op == "$in":
-                return f"({matched})"
-            # SQLite: NULL NOT IN (...) is NULL, so a missing value passes only through "IS NULL OR".
-            if len(listed) < len(operand):  # a NULL in the list makes NOT IN never true
-                return value.is_null()
-            return f"({value.is_null()} OR (({matched}) IS NOT TRUE))"
-        raise ValidationError(f"context_filter: operator {op} cannot compare a value")
+    # ---- record fields ---------------------------------------------------------------------------
 
-    def _equal(self, value: Value, operand: Any) -> str:
+    def record_value(self, field: str) -> Value:
+        # The column's number is the value, and an operand that stays text sorts after every number; a
+        # text column reads a number operand as its text.
+        column = RECORD_FIELDS[field]
+        if field in INTEGER_FIELDS:
+            return Value(f"{column}::numeric", "NULL::float8", "NULL::text", _as_number)
+        if field in REAL_FIELDS:
+            return Value("NULL::numeric", f"{column}::float8", "NULL::text", _as_number)
+        return Value("NULL::numeric", "NULL::float8", f'{column} COLLATE "C"', _as_text)
+
+    def record_contains(self, field: str, operand: Scalar) -> str:
+        column = RECORD_FIELDS[field]
+        if field in REAL_FIELDS:
+            return self._text_contains(f"rm_real_text({column})", operand)
+        return self._text_contains(f"{column}::text" if field in INTEGER_FIELDS else column, operand)
+
+    def _text_contains(self, text: str, operand: Scalar) -> str:
+        if operand is None or _holds_nul(operand):
+            return "FALSE"
+        return f"(strpos({text}, {self.bind(_as_text(operand))}) > 0)"
+
+    def tag(self, operand: Scalar) -> Scalar:
+        return None if operand is None or _holds_nul(operand) else _as_text(operand)
+
+    # ---- comparisons by SQLite's rules -----------------------------------------------------------
+
+    def is_null(self, value: Value) -> str:
+        return f"({value.integer} IS NULL AND {value.real} IS NULL AND {value.text} IS NULL)"
+
+    def equal(self, value: Value, operand: Operand) -> str:
+        operand = value.operand(operand)
         if isinstance(operand, str):
             if _holds_nul(operand):
                 return "FALSE"  # no stored text holds a NUL (SQLite reads a JSON string up to one)
             return f"({value.text} = {self.bind(operand)})"
         return self._numbers(value, "=", operand, texts="FALSE")
 
-    def _order(self, value: Value, sign: str, operand: Any) -> str:
+    def order(self, value: Value, sign: str, operand: Operand) -> str:
+        operand = value.operand(operand)
         # Every number sorts before every text.
         if isinstance(operand, str):
             numbers_pass = "TRUE" if sign in ("<", "<=") else "FALSE"
@@ -296,7 +257,7 @@ class PgFilter:
             )
         return self._numbers(value, sign, operand, texts="TRUE" if sign in (">", ">=") else "FALSE")
 
-    def _numbers(self, value: Value, sign: str, operand: int | float, texts: str) -> str:
+    def _numbers(self, value: Value, sign: str, operand: float, texts: str) -> str:
         """``value sign operand`` for a number operand, compared by exact values; ``texts`` for a text value."""
         number = int(operand) if isinstance(operand, bool) else operand
         exact = Decimal(number)  # the exact value of an int, or of a double
@@ -317,84 +278,6 @@ class PgFilter:
             f"(CASE WHEN {value.integer} IS NOT NULL THEN {integer} WHEN {value.real} IS NOT NULL THEN {real} "
             f"WHEN {value.text} IS NOT NULL THEN {texts} END)"
         )
-
-    # ---- record fields ---------------------------------------------------------------------------
-
-    def _record(self, node: Condition) -> str:
-        field = node.path[0]
-        column = RECORD_FIELDS[field]
-        op, operand = node.operator, node.operand
-        if op == "$exists":
-            return f"({column} IS {'NOT ' if operand else ''}NULL)"
-        if op == "$contains":
-            if operand is None or _holds_nul(operand):
-                return "FALSE"
-            if field in REAL_FIELDS:
-                text = f"rm_real_text({column})"
-            elif field in INTEGER_FIELDS:
-                text = f"{column}::text"
-            else:
-                text = column
-            return f"(strpos({text}, {self.bind(_as_text(operand))}) > 0)"
-        if field in INTEGER_FIELDS:
-            value = Value(f"{column}::numeric", "NULL::float8", "NULL::text")
-        elif field in REAL_FIELDS:
-            value = Value("NULL::numeric", f"{column}::float8", "NULL::text")
-        else:
-            return self._compare(
-                Value("NULL::numeric", "NULL::float8", f'{column} COLLATE "C"'),
-                op,
-                _text_operand(op, operand),
-            )
-        # The column's number is the value; an operand that stays text sorts after every number.
-        return self._compare(value, op, _numeric_operand(op, operand))
-
-    def _tags(self, node: Condition) -> str:
-        has = "EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id{})"
-        op, operand = node.operator, node.operand
-        if op in ("$eq", "$contains", "$ne") and (operand is None or _holds_nul(operand)):
-            return "TRUE" if op == "$ne" else "FALSE"
-        if op in ("$eq", "$contains"):
-            return "(" + has.format(f" AND t.tag = {self.bind(_as_text(operand))}") + ")"
-        if op == "$ne":
-            return "(NOT " + has.format(f" AND t.tag = {self.bind(_as_text(operand))}") + ")"
-        if op in ("$in", "$nin"):
-            listed = (
-                ", ".join(self.bind(_as_text(v)) for v in operand if v is not None and not _holds_nul(v))
-                or "NULL"
-            )
-            clause = has.format(f" AND t.tag IN ({listed})")
-            return f"({clause})" if op == "$in" else f"(NOT {clause})"
-        if op == "$exists":
-            return f"({'' if operand else 'NOT '}{has.format('')})"
-        raise ValidationError(
-            f"context_filter['tags']: {op} does not apply to tags; use $contains, $in, $nin, $ne or $exists"
-        )
-
-
-def _convert(op: str, operand: Any, one: Any) -> Any:
-    if op in ("$in", "$nin"):
-        return tuple(one(v) for v in operand)
-    if op == "$between":
-        return (one(operand[0]), one(operand[1]))
-    return one(operand)
-
-
-def _numeric_operand(op: str, operand: Any) -> Any:
-    """An operand as SQLite sees it beside a numeric column: a number if it reads as one, else text."""
-
-    def one(value: Any) -> Any:
-        if value is None or isinstance(value, (bool, int, float)):
-            return value
-        number = _numeric_text(value)
-        return value if number is None else number
-
-    return _convert(op, operand, one)
-
-
-def _text_operand(op: str, operand: Any) -> Any:
-    """An operand as SQLite sees it beside a text column: numbers become their text."""
-    return _convert(op, operand, lambda value: value if value is None else _as_text(value))
 
 
 def to_pg_sql(node: Node, prefix: str = "f") -> tuple[str, dict[str, Any]]:

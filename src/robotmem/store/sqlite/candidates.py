@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from robotmem.query import bm25
-from robotmem.query.filters import to_sql
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
 from robotmem.store.sqlite import search, values
+from robotmem.store.sqlite.filters import to_sql
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
 from robotmem.text.tokens import or_match

@@ -45,10 +45,11 @@ import numpy as np
 import numpy.typing as npt
 
 from robotmem.query.bm25 import FloatArray, LexicalIndex
-from robotmem.query.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not, SqlBuilder, to_sql
+from robotmem.query.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not
 from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
+from robotmem.store.sqlite.filters import SqlBuilder, to_sql
 
 BoolArray = npt.NDArray[np.bool_]
 _BATCH = 4096  # FTS bodies per stemmer round trip
@@ -270,7 +271,7 @@ class RecallMirror:
         conn: sqlite3.Connection, path: tuple[str, ...], values: _Values, ids: Sequence[int] | None
     ) -> None:
         builder = SqlBuilder("v")
-        _, _, value = builder.context_value(path)
+        value = builder.context_value(path)
         sql = f"SELECT m.id, {value} FROM memories m"
         batches: Iterable[tuple[str, dict[str, Any]]] = [("", {})] if ids is None else search.id_chunks(ids)
         for marks, keyed in batches:

@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from robotmem.query.filters import json_path
 from robotmem.store.shared.terms import shared_stemmer
+from robotmem.store.sqlite.filters import json_path
 from robotmem.text.tokens import fts_query, or_match, word_set
 
 # Words of plain ASCII letters, digits, '_' and '.' give the same FTS tokens alone as inside a sentence
