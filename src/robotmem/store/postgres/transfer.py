@@ -109,39 +109,33 @@ class Transfer(records.ExportRows):
 
     def _tags(self, ids: Sequence[int]) -> dict[int, list[dict[str, str]]]:
         found: dict[int, list[dict[str, str]]] = {}
-        for condition, params in self._among("memory_id", ids):
-            sql = f"SELECT memory_id, tag, source FROM memory_tags WHERE {condition} ORDER BY position"
-            for memory_id, tag, source in self._run(sql, params):
-                found.setdefault(int(memory_id), []).append({"tag": tag, "source": source})
+        sql = "SELECT memory_id, tag, source FROM memory_tags WHERE {among} ORDER BY position"
+        for memory_id, tag, source in self._select_among(sql, "memory_id", ids):
+            found.setdefault(int(memory_id), []).append({"tag": tag, "source": source})
         return found
 
     def _payloads(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        found: dict[int, dict[str, Any]] = {}
-        for condition, params in self._among("memory_id", ids):
-            sql = f"SELECT memory_id, data, metadata FROM perception_payloads WHERE {condition}"
-            for memory_id, data, metadata in self._run(sql, params):
-                found[int(memory_id)] = {
-                    "data": None if data is None else json.loads(data),
-                    "metadata": None if metadata is None else json.loads(metadata),
-                }
-        return found
+        sql = "SELECT memory_id, data, metadata FROM perception_payloads WHERE {among}"
+        return {
+            int(memory_id): {
+                "data": None if data is None else json.loads(data),
+                "metadata": None if metadata is None else json.loads(metadata),
+            }
+            for memory_id, data, metadata in self._select_among(sql, "memory_id", ids)
+        }
 
     def _vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
         model = stored_model(self._conn)
         if model is None:
             return {}
-        found: dict[int, bytes] = {}
-        for condition, params in self._among("id", ids):
-            rows = self._run(
-                f"SELECT id, embedding FROM memories WHERE {condition} AND embedding IS NOT NULL "
-                "AND embedding_model = :model AND vector_dims(embedding) = :dim",
-                {**params, "model": model[0], "dim": model[1]},
-            )
-            found.update(
-                (int(memory_id), np.asarray(vector.to_numpy(), dtype="<f4").tobytes())
-                for memory_id, vector in rows
-            )
-        return found
+        sql = (
+            "SELECT id, embedding FROM memories WHERE {among} AND embedding IS NOT NULL "
+            "AND embedding_model = :model AND vector_dims(embedding) = :dim"
+        )
+        rows = self._select_among(sql, "id", ids, model=model[0], dim=model[1])
+        return {
+            int(memory_id): np.asarray(vector.to_numpy(), dtype="<f4").tobytes() for memory_id, vector in rows
+        }
 
     def _index(self, memory_id: int, body: str | None) -> None:
         text_index.replace(self._conn, memory_id, body)

@@ -248,8 +248,12 @@ class ExportRows(Statements, ABC):
 
     def _pairs(self, key: str, value: str, keys: Sequence[Any]) -> Iterator[tuple[Any, Any]]:
         """``(key, value)`` columns of the memories whose ``key`` is among ``keys``."""
-        for condition, params in self._among(key, keys):
-            yield from self._run(f"SELECT {key}, {value} FROM memories WHERE {condition}", params)
+        return self._select_among(f"SELECT {key}, {value} FROM memories WHERE {{among}}", key, keys)
+
+    def _select_among(self, sql: str, column: str, values: Sequence[Any], **params: Any) -> Iterator[Any]:
+        """The rows of ``sql`` whose ``{among}`` is the condition ``column`` among ``values``."""
+        for condition, keyed in self._among(column, values):
+            yield from self._run(sql.format(among=condition), {**keyed, **params})
 
     def _memory_values(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """The values import stores for a memory record's ``fields`` (never its derived columns)."""

@@ -69,41 +69,36 @@ class Transfer(records.ExportRows):
 
     def _tags(self, ids: Sequence[int]) -> dict[int, list[dict[str, str]]]:
         found: dict[int, list[dict[str, str]]] = {}
-        for condition, params in self._among("memory_id", ids):
-            sql = f"SELECT memory_id, tag, source FROM memory_tags WHERE {condition} ORDER BY rowid"
-            for memory_id, tag, source in self._run(sql, params):
-                if type(tag) is not str or type(source) is not str:
-                    what = f"tag of memory {memory_id}"
-                    columns.read_row(what, ("tag", "source"), (tag, source), columns.TAG_COLUMNS)
-                found.setdefault(memory_id, []).append({"tag": tag, "source": source})
+        sql = "SELECT memory_id, tag, source FROM memory_tags WHERE {among} ORDER BY rowid"
+        for memory_id, tag, source in self._select_among(sql, "memory_id", ids):
+            if type(tag) is not str or type(source) is not str:
+                what = f"tag of memory {memory_id}"
+                columns.read_row(what, ("tag", "source"), (tag, source), columns.TAG_COLUMNS)
+            found.setdefault(memory_id, []).append({"tag": tag, "source": source})
         return found
 
     def _payloads(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        found: dict[int, dict[str, Any]] = {}
-        for condition, params in self._among("memory_id", ids):
-            sql = f"SELECT memory_id, data, metadata FROM perception_payloads WHERE {condition}"
-            for memory_id, data, metadata in self._run(sql, params):
-                what = f"payload of memory {memory_id}"
-                found[int(memory_id)] = columns.read_row(
-                    what, ("data", "metadata"), (data, metadata), columns.PAYLOAD_COLUMNS
-                )
-        return found
+        sql = "SELECT memory_id, data, metadata FROM perception_payloads WHERE {among}"
+        return {
+            int(memory_id): columns.read_row(
+                f"payload of memory {memory_id}",
+                ("data", "metadata"),
+                (data, metadata),
+                columns.PAYLOAD_COLUMNS,
+            )
+            for memory_id, data, metadata in self._select_among(sql, "memory_id", ids)
+        }
 
     def _vectors(self, ids: Sequence[int]) -> dict[int, bytes]:
         model = vectors.stored_model(self._conn)
         if model is None:
             return {}
-        found: dict[int, bytes] = {}
-        for condition, params in self._among("memory_id", ids):
-            rows = self._run(
-                f"SELECT memory_id, embedding FROM memory_vectors WHERE {condition} "
-                "AND embedding IS NOT NULL AND model_id = :model",
-                {**params, "model": model[0]},
-            )
-            found.update(
-                (int(memory_id), bytes(blob)) for memory_id, blob in rows if len(blob) == 4 * model[1]
-            )
-        return found
+        sql = (
+            "SELECT memory_id, embedding FROM memory_vectors WHERE {among} "
+            "AND embedding IS NOT NULL AND model_id = :model"
+        )
+        rows = self._select_among(sql, "memory_id", ids, model=model[0])
+        return {int(memory_id): bytes(blob) for memory_id, blob in rows if len(blob) == 4 * model[1]}
 
     def _index(self, memory_id: int, body: str | None) -> None:
         text_index.replace(self._conn, memory_id, body)
