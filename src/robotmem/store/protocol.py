@@ -377,25 +377,51 @@ class EmbeddingJobs(Protocol):
 
 
 class TransferRows(Protocol):
-    """Whole rows for export and import (every column, lineage by uid)."""
+    """Whole rows for export and import (every column, lineage by uid).
+
+    Records have one shape on both engines (``store/shared/records.py``), so a file exported from one
+    imports into the other.
+    """
 
     def schema_version(self) -> int: ...
 
-    def count_memories(self, collection: str | None) -> int: ...
+    def count_memories(self, collection: str | None) -> int:
+        """Return how many memories (of any status) ``collection`` holds, or all collections for None."""
+        ...
 
     def count_sessions(self, collection: str | None) -> int:
         """Return how many sessions ``iter_sessions(collection)`` yields."""
         ...
 
-    def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]: ...
+    def iter_sessions(self, collection: str | None) -> Iterator[dict[str, Any]]:
+        """Yield the sessions of ``collection`` (or all) and those its memories name, oldest first, each
+        ``{column: value}`` with ``"outcome"`` (its outcome row without ``session_id``, or None)."""
+        ...
 
-    def iter_memories(self, collection: str | None, *, with_vectors: bool) -> Iterator[dict[str, Any]]: ...
+    def iter_memories(self, collection: str | None, *, with_vectors: bool) -> Iterator[dict[str, Any]]:
+        """Yield every memory of ``collection`` (or all) in id order as an export record.
 
-    def ids_of(self, uids: Sequence[str]) -> dict[str, int]: ...
+        A record is ``{"memory": {column: value}, "superseded_by_uid", "merged_uids", "tags": [{"tag",
+        "source"}], "perception": {"data", "metadata"} | None, "vector": bytes | None}``; JSON columns
+        come parsed; vectors are read only ``with_vectors`` and only those of the recorded model. Raises
+        ``ValidationError`` naming a row export cannot carry: a superseded memory whose successor is
+        missing, or on SQLite a value of the wrong kind (``store/sqlite/columns.py``).
+        """
+        ...
 
-    def insert_memory(self, uid: str, fields: dict[str, Any], keep_id: int | None) -> int: ...
+    def ids_of(self, uids: Sequence[str]) -> dict[str, int]:
+        """Return uid → id for the stored memories among ``uids``."""
+        ...
 
-    def overwrite_memory(self, memory_id: int, fields: dict[str, Any]) -> None: ...
+    def insert_memory(self, uid: str, fields: dict[str, Any], keep_id: int | None) -> int:
+        """Insert an imported memory row (no text index, tags or payload) and return its id: ``keep_id``
+        when no memory has that id. Identity, lineage and the vector state in ``fields`` are not copied."""
+        ...
+
+    def overwrite_memory(self, memory_id: int, fields: dict[str, Any]) -> None:
+        """Replace the stored columns of ``memory_id`` by ``fields`` (as ``insert_memory`` copies them) and
+        drop its vector."""
+        ...
 
     def write_derived(
         self,
@@ -411,11 +437,15 @@ class TransferRows(Protocol):
 
     def set_lineage(
         self, memory_id: int, superseded_by: int | None, merged_ids: Sequence[int], *, fill_only: bool
-    ) -> None: ...
+    ) -> None:
+        """Set ``superseded_by`` and ``merged_ids``; with ``fill_only`` only where they are still empty."""
+        ...
 
     def session_exists(self, session_id: str) -> bool: ...
 
-    def write_session(self, fields: dict[str, Any], outcome: dict[str, Any] | None) -> None: ...
+    def write_session(self, fields: dict[str, Any], outcome: dict[str, Any] | None) -> None:
+        """Insert or replace the session ``fields["id"]`` and its outcome row (none for None)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

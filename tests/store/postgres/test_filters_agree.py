@@ -311,7 +311,7 @@ def hinted_passing(
     news = [_new(row, collection, i) for i, row in enumerate(rows)]
     ids = [store.write(lambda tx: tx.memories.insert_many(news)) for store in stores]
     scope = RecallScope(collection=collection, min_confidence=0.0, filter=node)
-    reference = stores[0].read(lambda tx: tx.candidates(scope).first(100, ()))
+    reference = stores[0].read(lambda tx: tx.candidates(scope).listed(100, order="id"))
     sql = f"SELECT m.id FROM memories m WHERE m.collection = %(c)s AND {where} AND {hint}"
     params = {**builder.params, "c": collection}
     hinted = stores[1].read(lambda tx: cast(PostgresTx, tx).conn.execute(sql, params).fetchall())

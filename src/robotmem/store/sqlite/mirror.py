@@ -316,7 +316,7 @@ class RecallMirror:
         def equal(v: Any) -> BoolArray:
             found: BoolArray
             if v is None:
-                found = kind == _NULL  # only reached through $eq/$ne, which compile to IS / IS NOT
+                found = kind == _NULL  # only from $eq/$ne null, which SQL tests as IS NULL, NOT (.. IS NULL)
             elif isinstance(v, str):
                 code = values.codes.get(v)
                 found = np.zeros(len(kind), dtype=np.bool_) if code is None else is_text & (text == code)
