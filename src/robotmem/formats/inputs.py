@@ -14,13 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
 from robotmem.formats.validation import (
     PerceptionType,
-    optional_name,
     parse_json_object,
     parse_name,
     parse_payload,
@@ -42,36 +41,44 @@ MAX_MEMORY_ID = 2**63 - 1  # SQLite's largest integer
 class OperationInput(BaseModel):
     """The parameters of one operation.
 
-    Pydantic checks names, types and the static limits. Validated with ``context={"settings": settings}``
-    (``validate_input`` with settings), the model also runs ``_check`` against those settings; one
-    validated without them (a REST request body) is checked by ``within`` before it runs.
+    Pydantic checks names, types and the static limits; ``_check`` then applies the settings' limits and
+    the rules no schema states, when ``validate_input`` is given the settings, or through ``within`` for
+    an input Pydantic alone built (a REST request body). Values parsed into another type than the
+    field's (a filter tree, a context object) are kept in slots and read through properties: slots, not
+    Pydantic's private attributes, which would cost every validation a few microseconds.
     """
 
     model_config = ConfigDict(extra="forbid", strict=False)
-    _settings: Settings | None = PrivateAttr(default=None)  # the settings it was checked against
+    __slots__ = ("_settings",)  # the settings the input was checked against; unset until it is
 
-    @model_validator(mode="after")
-    def _check_with_context_settings(self, info: ValidationInfo) -> Self:
-        settings = info.context.get("settings") if isinstance(info.context, dict) else None
-        if isinstance(settings, Settings):
-            self._check(settings)
-            self._settings = settings
-        return self
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):  # a slot: Pydantic's handling is for fields (and slower for other names)
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
 
     def within(self, settings: Settings) -> Self:
         """Return this input checked against ``settings``: itself when it already is, else a checked copy.
 
         Raises ``ValidationError`` naming the field and the limit.
         """
-        if self._settings is settings:
+        if getattr(self, "_settings", None) is settings:
             return self
-        checked = self.model_copy()
-        checked._check(settings)
-        checked._settings = settings
-        return checked
+        return self.model_copy()._checked_against(settings)
+
+    def _checked_against(self, settings: Settings) -> Self:
+        self._check(settings)
+        self._settings = settings
+        return self
 
     def _check(self, settings: Settings) -> None:
         """Apply what the schema cannot state, normalising fields in place; raises ``ValidationError``."""
+
+    def _check_name(self, field: str) -> None:
+        """Check the collection or session name in ``field`` when one is given (None: the default)."""
+        raw = getattr(self, field)
+        if raw is not None:
+            setattr(self, field, parse_name(field, raw))
 
 
 class LearnInput(OperationInput):
@@ -87,7 +94,7 @@ class LearnInput(OperationInput):
     )
     collection: str | None = Field(default=None, description="Collection name (default: the instance's).")
     session_id: str | None = Field(default=None, description="Session (episode) the memory belongs to.")
-    _context: dict[str, Any] = PrivateAttr(default_factory=dict)
+    __slots__ = ("_context",)
 
     @property
     def context_object(self) -> dict[str, Any]:
@@ -97,8 +104,8 @@ class LearnInput(OperationInput):
     def _check(self, settings: Settings) -> None:
         self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
-        self.collection = optional_name("collection", self.collection)
-        self.session_id = optional_name("session_id", self.session_id)
+        self._check_name("collection")
+        self._check_name("session_id")
 
 
 class RecallInput(OperationInput):
@@ -133,9 +140,7 @@ class RecallInput(OperationInput):
         default=None,
         description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
     )
-    _filter: Node | None = PrivateAttr(default=None)
-    _spatial: SpatialSort | None = PrivateAttr(default=None)
-    _robots: tuple[str, ...] | None = PrivateAttr(default=None)
+    __slots__ = ("_filter", "_spatial", "_robots")
 
     @property
     def filter(self) -> Node | None:
@@ -158,8 +163,8 @@ class RecallInput(OperationInput):
         # Without n, top_k applies, which the settings keep within max_n.
         if self.n is not None and self.n > settings.max_n:
             raise ValidationError(f"n: is {self.n}; the limit is {settings.max_n}")
-        self.collection = optional_name("collection", self.collection)
-        self.session_id = optional_name("session_id", self.session_id)
+        self._check_name("collection")
+        self._check_name("session_id")
         self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
         self._spatial = parse_spatial_sort(self.spatial_sort)
         self._robots = parse_robots(self.robots)
@@ -182,8 +187,7 @@ class SavePerceptionInput(OperationInput):
     )
     collection: str | None = None
     session_id: str | None = None
-    _data_json: str | None = PrivateAttr(default=None)
-    _metadata_json: str | None = PrivateAttr(default=None)
+    __slots__ = ("_data_json", "_metadata_json")
 
     @property
     def data_json(self) -> str | None:
@@ -201,8 +205,8 @@ class SavePerceptionInput(OperationInput):
         )
         _, self._data_json = parse_payload("data", self.data, settings.max_data_bytes)
         _, self._metadata_json = parse_payload("metadata", self.metadata, settings.max_metadata_bytes)
-        self.collection = optional_name("collection", self.collection)
-        self.session_id = optional_name("session_id", self.session_id)
+        self._check_name("collection")
+        self._check_name("session_id")
 
 
 class MemoryIdInput(OperationInput):
@@ -231,7 +235,7 @@ class UpdateInput(MemoryIdInput):
         description="The corrected text: 1 to max_insight_chars (default 300) characters after trimming."
     )
     context: JsonObjectOrText = Field(default=None, description="Replaces the stored context when given.")
-    _context: dict[str, Any] | None = PrivateAttr(default=None)
+    __slots__ = ("_context",)
 
     @property
     def context_object(self) -> dict[str, Any] | None:
@@ -240,8 +244,11 @@ class UpdateInput(MemoryIdInput):
 
     def _check(self, settings: Settings) -> None:
         self.new_content = parse_text("new_content", self.new_content, max_chars=settings.max_insight_chars)
-        if self.context is not None:
-            self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._context = (
+            None
+            if self.context is None
+            else parse_json_object("context", self.context, settings.max_context_bytes)
+        )
 
 
 class StartSessionInput(OperationInput):
@@ -249,7 +256,7 @@ class StartSessionInput(OperationInput):
 
     context: JsonObjectOrText = None
     collection: str | None = None
-    _context: dict[str, Any] = PrivateAttr(default_factory=dict)
+    __slots__ = ("_context",)
 
     @property
     def context_object(self) -> dict[str, Any]:
@@ -258,7 +265,7 @@ class StartSessionInput(OperationInput):
 
     def _check(self, settings: Settings) -> None:
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
-        self.collection = optional_name("collection", self.collection)
+        self._check_name("collection")
 
 
 class EndSessionInput(OperationInput):
@@ -286,8 +293,7 @@ def validate_input(
     validation of a call.
     """
     try:
-        given = arguments if isinstance(arguments, dict) else dict(arguments)
-        return model.model_validate(given, context=None if settings is None else {"settings": settings})
+        parsed = model.model_validate(arguments if isinstance(arguments, dict) else dict(arguments))
     except pydantic.ValidationError as exc:
         problems = []
         for error in exc.errors():
@@ -300,6 +306,9 @@ def validate_input(
                 detail += f" (got {short_repr(error.get('input'))})"
             problems.append(f"{field}: {detail}")
         raise ValidationError("; ".join(problems)) from None
+    if settings is not None and isinstance(parsed, OperationInput):
+        parsed._checked_against(settings)
+    return parsed
 
 
 def validate_items(

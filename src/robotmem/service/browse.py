@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
 from robotmem.config import Settings
 from robotmem.errors import NotFoundError, ValidationError
@@ -49,7 +49,7 @@ class _CollectionInput(OperationInput):
     collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
 
     def _check(self, settings: Settings) -> None:
-        self.collection = optional_name("collection", self.collection)
+        self._check_name("collection")
 
 
 class CollectionInput(_CollectionInput):
@@ -78,12 +78,11 @@ class ListMemoriesInput(OperationInput):
     limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
     offset: int = Field(default=0, ge=0, le=10**9, description="Memories to skip.")
     order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
-    _query: MemoryQuery | None = PrivateAttr(default=None)
+    __slots__ = ("_query",)
 
     @property
     def query(self) -> MemoryQuery:
         """What the listing selects, once checked."""
-        assert self._query is not None, "a ListMemoriesInput is checked before it is read"
         return self._query
 
     def _check(self, settings: Settings) -> None:
@@ -136,7 +135,7 @@ class SpatialPointsInput(OperationInput):
     limit: int = Field(default=500, ge=1, le=5000, description="Most recent memories to plot.")
 
     def _check(self, settings: Settings) -> None:
-        self.collection = optional_name("collection", self.collection)
+        self._check_name("collection")
 
 
 def _iso(moment: datetime | None, field: str = "time") -> str | None:

@@ -243,7 +243,8 @@ class RobotMemory:
 
     def _input(self, model: type[InputT], parameters: dict[str, Any]) -> InputT:
         """``model`` from a method's parameters (its ``locals()``, ``self`` left out), checked against the settings."""
-        arguments = {name: value for name, value in parameters.items() if name != "self"}
+        arguments = dict(parameters)
+        del arguments["self"]
         return validate_input(model, arguments, self._engine.settings)
 
     # ---- inspection -------------------------------------------------------------------------------
