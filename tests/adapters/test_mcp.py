@@ -296,7 +296,7 @@ def test_bad_arguments_give_tool_errors_and_the_server_keeps_serving(tmp_path: P
             assert "n: Input should be a valid integer" in await fail(
                 session, "recall", {"query": "x", "n": "many"}
             )
-            assert "n: Input should be less than or equal to 100" in await fail(session, "recall", {"n": 500})
+            assert "n: is 500; the limit is 100" in await fail(session, "recall", {"n": 500})
             assert "min_confidence" in await fail(session, "recall", {"min_confidence": [0.5]})
             malformed = await fail(
                 session, "recall", {"query": "x", "context_filter": '{"task.success": tru'}

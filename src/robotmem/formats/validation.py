@@ -1,7 +1,7 @@
-"""Input models of the seven operations (Pydantic) and the parse functions every surface goes through.
+"""The parse functions every surface goes through: text, names, JSON objects and payloads, robot ids, times.
 
-The models carry the SPEC defaults and limits, so REST and MCP schemas are generated from them;
-limits that settings can change are checked again by the service with the configured values.
+Each returns a typed value or raises ``ValidationError`` naming the field and the accepted form. The
+operations' input models (``robotmem.formats.inputs``) apply them to their parameters.
 """
 
 from __future__ import annotations
@@ -10,132 +10,16 @@ import contextlib
 import json
 import math
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, TypeVar
-
-import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Literal
 
 from robotmem.errors import ValidationError
 
-JsonObjectOrText = Annotated[
-    dict[str, Any] | str | None,
-    Field(description="A JSON object, or a string holding one."),
-]
 PerceptionType = Literal["visual", "tactile", "auditory", "proprioceptive", "procedural"]
 MAX_JSON_DEPTH = 32
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
-
-
-class LearnInput(_Input):
-    """Store one experience (an insight with its context)."""
-
-    insight: str = Field(
-        description="The lesson or finding, 1..300 characters after trimming.", max_length=100_000
-    )
-    context: JsonObjectOrText = Field(
-        default=None, description="Context JSON with sections params, spatial, robot, task (≤64 KiB)."
-    )
-    collection: str | None = Field(default=None, description="Collection name (default: the instance's).")
-    session_id: str | None = Field(default=None, description="Session (episode) the memory belongs to.")
-
-
-class RecallInput(_Input):
-    """Find the most relevant memories."""
-
-    query: str = Field(
-        default="", description="What to look for; may be empty when filters or spatial_sort are given."
-    )
-    n: int | None = Field(default=None, ge=1, le=100, description="How many memories to return (default 5).")
-    min_confidence: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Lowest confidence (default 0.3)."
-    )
-    session_id: str | None = Field(default=None, description="Only memories of this session.")
-    context_filter: JsonObjectOrText = Field(
-        default=None, description='Structured filter, e.g. {"task.success": true}.'
-    )
-    spatial_sort: JsonObjectOrText = Field(
-        default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
-    )
-    collection: str | None = Field(
-        default=None, description="Collection to search (default: the instance's)."
-    )
-    include_data: bool = Field(default=False, description="Include perception data and metadata.")
-    order: Literal["relevance", "time"] = Field(
-        default="relevance", description="relevance, or time (oldest first)."
-    )
-    robots: list[str] | str | None = Field(
-        default=None,
-        description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
-    )
-
-
-class SavePerceptionInput(_Input):
-    """Store a sensor reading or trajectory."""
-
-    description: str = Field(description="What was perceived, at least 5 characters.", max_length=100_000)
-    perception_type: PerceptionType = Field(default="visual")
-    data: Any = Field(default=None, description="Payload: a string or any JSON value (size-capped).")
-    metadata: Any = Field(default=None, description="Extra JSON about the payload (size-capped).")
-    collection: str | None = None
-    session_id: str | None = None
-
-
-class ForgetInput(_Input):
-    """Mark a memory as wrong so recall stops returning it."""
-
-    memory_id: int = Field(ge=1, le=2**63 - 1)
-    reason: str = Field(description="Why the memory is wrong.", max_length=10_000)
-
-
-class UpdateInput(_Input):
-    """Correct the text (and optionally the context) of a memory."""
-
-    memory_id: int = Field(ge=1, le=2**63 - 1)
-    new_content: str = Field(description="The corrected text, 1..300 characters.", max_length=100_000)
-    context: JsonObjectOrText = Field(default=None, description="Replaces the stored context when given.")
-
-
-class StartSessionInput(_Input):
-    """Begin an episode."""
-
-    context: JsonObjectOrText = None
-    collection: str | None = None
-
-
-class EndSessionInput(_Input):
-    """End an episode: summarise, consolidate, decay, and return related memories."""
-
-    session_id: str = Field(min_length=1)
-    outcome_score: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="How well the episode went, 0..1."
-    )
-
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-def validate_input(model: type[ModelT], arguments: dict[str, Any]) -> ModelT:
-    """Return ``model`` built from ``arguments``; raises ``ValidationError`` naming each bad field."""
-    try:
-        return model.model_validate(arguments)
-    except pydantic.ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"]) or "input"
-            detail = error["msg"]
-            if error["type"] == "extra_forbidden":
-                allowed = ", ".join(model.model_fields)
-                detail = f"unknown parameter; accepted parameters are {allowed}"
-            elif error["type"] != "missing":
-                detail += f" (got {_short(error.get('input'))})"
-            problems.append(f"{field}: {detail}")
-        raise ValidationError("; ".join(problems)) from None
-
-
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """Return ``repr(value)`` cut to 60 characters, for messages that show what was given."""
     try:
         text = repr(value)
     except RecursionError:
@@ -268,7 +152,7 @@ def check_context_keys(field: str, value: Any) -> None:
             stack.extend((child, f"{where}.{index}") for index, child in enumerate(node))
         elif isinstance(node, str) and "\x00" in node:
             raise ValidationError(
-                f"{where}: the text {_short(node)} contains a NUL character, which filters cannot read; remove it"
+                f"{where}: the text {short_repr(node)} contains a NUL character, which filters cannot read; remove it"
             )
 
 
@@ -309,8 +193,9 @@ MAX_ROBOTS = 1000
 SELF_ROBOT = "self"
 
 
-def parse_robots(raw: list[str] | str | None, own: str) -> tuple[str, ...] | None:
-    """Return the robot ids a recall is scoped to (``"self"`` becomes ``own``), or None for the whole fleet.
+def parse_robots(raw: list[str] | str | None) -> tuple[str, ...] | None:
+    """Return the robot ids a recall is scoped to, or None for the whole fleet (``"self"`` is kept: see
+    ``resolve_robots``).
 
     ``raw`` is a list of ids or one comma-separated string. Raises ``ValidationError`` naming ``robots``
     for an empty list, an id that is empty, too long or has spaces, or more than ``MAX_ROBOTS`` ids.
@@ -329,8 +214,15 @@ def parse_robots(raw: list[str] | str | None, own: str) -> tuple[str, ...] | Non
             raise ValidationError(f"robots[{index}]: a robot id is a string of 1..200 characters")
         if any(not ch.isprintable() or ch.isspace() for ch in name):
             raise ValidationError(f"robots[{index}]: {name!r} has spaces or unprintable characters")
-        found.append(own if name == SELF_ROBOT else name)
+        found.append(name)
     return tuple(dict.fromkeys(found))
+
+
+def resolve_robots(robots: tuple[str, ...] | None, own: str) -> tuple[str, ...] | None:
+    """Return ``robots`` (from ``parse_robots``) with ``"self"`` replaced by ``own``, each id once."""
+    if robots is None:
+        return None
+    return tuple(dict.fromkeys(own if name == SELF_ROBOT else name for name in robots))
 
 
 def parse_name(field: str, raw: Any) -> str:
@@ -339,6 +231,11 @@ def parse_name(field: str, raw: Any) -> str:
     if not text.isprintable():
         raise ValidationError(f"{field}: must contain only printable characters")
     return text
+
+
+def optional_name(field: str, raw: Any) -> str | None:
+    """Return ``parse_name(field, raw)``, or None for None (the default applies)."""
+    return None if raw is None else parse_name(field, raw)
 
 
 # ---- stored times ---------------------------------------------------------------------------------
@@ -375,7 +272,7 @@ def parse_timestamp(field: str, raw: Any) -> str:
     moment = read_timestamp(raw)
     if moment is None:
         raise ValidationError(
-            f"{field}: must be an ISO 8601 time such as 2026-01-01T12:00:00+00:00, got {_short(raw)}"
+            f"{field}: must be an ISO 8601 time such as 2026-01-01T12:00:00+00:00, got {short_repr(raw)}"
         )
     return moment.isoformat(timespec="microseconds")
 

@@ -2,6 +2,7 @@
 
 facade.py      RobotMemory — the table of contents of the API, one-line delegations
 engine.py      Engine — store, settings, clock, embedder, the current session
+operations.py  which feature function runs each operation's input model (RobotMemory.run)
 memories.py    learn, update, forget, get_memory (dedup on learn)
 perceptions.py save_perception, save_perceptions
 sessions.py    start_session, end_session (consolidation, decay, related memories), get_session

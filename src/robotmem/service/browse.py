@@ -1,7 +1,8 @@
 """Read-only views for dashboards and the web UI: totals, filtered listings with pagination, sessions
 with their outcomes and timelines, collections, categories, failures and spatial positions.
 
-The input models below carry the defaults and limits, so the REST schema is generated from them.
+The input models below are the parameters of each view, declared once: the REST schema is generated from
+them, ``RobotMemory``'s methods build them, and each checks itself (``OperationInput``) before the view runs.
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from robotmem.config import Settings
 from robotmem.errors import NotFoundError, ValidationError
+from robotmem.formats.inputs import OperationInput
 from robotmem.formats.results import (
     CategoriesResult,
     CollectionsResult,
@@ -32,7 +35,7 @@ from robotmem.formats.serialize import (
     spatial_points_result,
     stats_result,
 )
-from robotmem.formats.validation import PerceptionType, parse_name, validate_input
+from robotmem.formats.validation import PerceptionType, optional_name, parse_name
 from robotmem.records import MemoryQuery
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import StoreTx
@@ -40,17 +43,24 @@ from robotmem.store.protocol import StoreTx
 MAX_PAGE = 500
 
 
-class _BrowseInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
-
-
-class CollectionInput(_BrowseInput):
-    """Which collection to summarise (all collections when omitted)."""
+class _CollectionInput(OperationInput):
+    """A view of one collection (every collection when omitted)."""
 
     collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
 
+    def _check(self, settings: Settings) -> None:
+        self._check_name("collection")
 
-class ListMemoriesInput(_BrowseInput):
+
+class CollectionInput(_CollectionInput):
+    """Which collection to summarise (all collections when omitted)."""
+
+
+class CategoriesInput(_CollectionInput):
+    """Which collection's categories to count (all collections when omitted)."""
+
+
+class ListMemoriesInput(OperationInput):
     """Filters and page of a memory listing (newest first unless ``order`` is ``oldest``)."""
 
     collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
@@ -68,29 +78,51 @@ class ListMemoriesInput(_BrowseInput):
     limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
     offset: int = Field(default=0, ge=0, le=10**9, description="Memories to skip.")
     order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
+    __slots__ = ("_query",)
+
+    @property
+    def query(self) -> MemoryQuery:
+        """What the listing selects, once checked."""
+        return self._query
+
+    def _check(self, settings: Settings) -> None:
+        low, high = self.min_confidence, self.max_confidence
+        if low is not None and high is not None and low > high:
+            raise ValidationError(f"min_confidence: {low} is above max_confidence {high}")
+        self._query = MemoryQuery(
+            collection=optional_name("collection", self.collection),
+            type=self.type,
+            status=None if self.status == "any" else self.status,
+            category=self.category,
+            perception_type=self.perception_type,
+            session_id=optional_name("session_id", self.session_id),
+            min_confidence=self.min_confidence,
+            max_confidence=self.max_confidence,
+            since=_iso(self.since, "since"),
+            until=_iso(self.until, "until"),
+            newest_first=self.order == "newest",
+        )
 
 
-class ListSessionsInput(_BrowseInput):
+class ListSessionsInput(_CollectionInput):
     """Filters and page of the session list."""
 
-    collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
     status: Literal["active", "ended"] | None = Field(default=None, description="active or ended.")
     limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
     offset: int = Field(default=0, ge=0, le=10**9, description="Sessions to skip.")
     order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
 
 
-class RecentFailuresInput(_BrowseInput):
+class RecentFailuresInput(_CollectionInput):
     """Failed episodes and the lessons drawn from failures."""
 
-    collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
     limit: int = Field(default=20, ge=1, le=MAX_PAGE, description="How many of each kind.")
     max_outcome: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Sessions scoring below this count as failed."
     )
 
 
-class SpatialPointsInput(_BrowseInput):
+class SpatialPointsInput(OperationInput):
     """Positions stored under one ``spatial.*`` key of the context."""
 
     field: str = Field(
@@ -101,6 +133,9 @@ class SpatialPointsInput(_BrowseInput):
     )
     collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
     limit: int = Field(default=500, ge=1, le=5000, description="Most recent memories to plot.")
+
+    def _check(self, settings: Settings) -> None:
+        self._check_name("collection")
 
 
 def _iso(moment: datetime | None, field: str = "time") -> str | None:
@@ -117,14 +152,9 @@ def _iso(moment: datetime | None, field: str = "time") -> str | None:
         ) from None
 
 
-def _collection(raw: str | None) -> str | None:
-    return None if raw is None else parse_name("collection", raw)
-
-
-def stats(engine: Engine, collection: str | None = None) -> Stats:
+def stats(engine: Engine, args: CollectionInput) -> Stats:
     """Return dashboard totals; see ``RobotMemory.stats``."""
-    args = validate_input(CollectionInput, {"collection": collection})
-    target = _collection(args.collection)
+    target = args.collection
     since = _iso(datetime.fromisoformat(engine.now()) - timedelta(hours=24))
     assert since is not None
 
@@ -142,83 +172,17 @@ def stats(engine: Engine, collection: str | None = None) -> Stats:
     return engine.read(work)
 
 
-def list_memories(
-    engine: Engine,
-    collection: str | None = None,
-    type: str | None = None,
-    status: str = "active",
-    category: str | None = None,
-    perception_type: str | None = None,
-    session_id: str | None = None,
-    min_confidence: float | None = None,
-    max_confidence: float | None = None,
-    since: datetime | str | None = None,
-    until: datetime | str | None = None,
-    limit: int = 50,
-    offset: int = 0,
-    order: str = "newest",
-) -> MemoryPage:
+def list_memories(engine: Engine, args: ListMemoriesInput) -> MemoryPage:
     """Return one page of memories in time order; see ``RobotMemory.list_memories``."""
-    args = validate_input(
-        ListMemoriesInput,
-        {
-            "collection": collection,
-            "type": type,
-            "status": status,
-            "category": category,
-            "perception_type": perception_type,
-            "session_id": session_id,
-            "min_confidence": min_confidence,
-            "max_confidence": max_confidence,
-            "since": since,
-            "until": until,
-            "limit": limit,
-            "offset": offset,
-            "order": order,
-        },
-    )
-    if (
-        args.min_confidence is not None
-        and args.max_confidence is not None
-        and args.min_confidence > args.max_confidence
-    ):
-        raise ValidationError(
-            f"min_confidence: {args.min_confidence} is above max_confidence {args.max_confidence}"
-        )
-    query = MemoryQuery(
-        collection=_collection(args.collection),
-        type=args.type,
-        status=None if args.status == "any" else args.status,
-        category=args.category,
-        perception_type=args.perception_type,
-        session_id=None if args.session_id is None else parse_name("session_id", args.session_id),
-        min_confidence=args.min_confidence,
-        max_confidence=args.max_confidence,
-        since=_iso(args.since, "since"),
-        until=_iso(args.until, "until"),
-        newest_first=args.order == "newest",
-    )
-    page, total = engine.read(lambda tx: tx.browse.list_memories(query, args.limit, args.offset))
+    page, total = engine.read(lambda tx: tx.browse.list_memories(args.query, args.limit, args.offset))
     return memory_page(page, total, args.limit, args.offset)
 
 
-def list_sessions(
-    engine: Engine,
-    collection: str | None = None,
-    status: str | None = None,
-    limit: int = 50,
-    offset: int = 0,
-    order: str = "newest",
-) -> SessionPage:
+def list_sessions(engine: Engine, args: ListSessionsInput) -> SessionPage:
     """Return one page of sessions with their counts; see ``RobotMemory.list_sessions``."""
-    args = validate_input(
-        ListSessionsInput,
-        {"collection": collection, "status": status, "limit": limit, "offset": offset, "order": order},
-    )
-    target = _collection(args.collection)
     page, total = engine.read(
         lambda tx: tx.browse.list_sessions(
-            target, args.status, args.limit, args.offset, newest_first=args.order == "newest"
+            args.collection, args.status, args.limit, args.offset, newest_first=args.order == "newest"
         )
     )
     return session_page(page, total, args.limit, args.offset)
@@ -244,37 +208,25 @@ def collections(engine: Engine) -> CollectionsResult:
     return collections_result(engine.read(lambda tx: tx.browse.collection_rows()))
 
 
-def categories(engine: Engine, collection: str | None = None) -> CategoriesResult:
+def categories(engine: Engine, args: CategoriesInput) -> CategoriesResult:
     """Return the categories of active memories, largest first; see ``RobotMemory.categories``."""
-    args = validate_input(CollectionInput, {"collection": collection})
-    target = _collection(args.collection)
-    return categories_result(engine.read(lambda tx: tx.browse.category_counts(target)))
+    return categories_result(engine.read(lambda tx: tx.browse.category_counts(args.collection)))
 
 
-def recent_failures(
-    engine: Engine, collection: str | None = None, limit: int = 20, max_outcome: float = 0.5
-) -> FailuresResult:
+def recent_failures(engine: Engine, args: RecentFailuresInput) -> FailuresResult:
     """Return failed episodes and failure lessons, newest first; see ``RobotMemory.recent_failures``."""
-    args = validate_input(
-        RecentFailuresInput, {"collection": collection, "limit": limit, "max_outcome": max_outcome}
-    )
-    target = _collection(args.collection)
 
     def work(tx: StoreTx) -> FailuresResult:
-        failed = tx.browse.failed_sessions(target, args.max_outcome, args.limit)
-        ids = tx.browse.failure_memory_ids(target, args.limit)
+        failed = tx.browse.failed_sessions(args.collection, args.max_outcome, args.limit)
+        ids = tx.browse.failure_memory_ids(args.collection, args.limit)
         found = tx.memories.fetch(ids)
         return failures_result(failed, [found[memory_id] for memory_id in ids if memory_id in found])
 
     return engine.read(work)
 
 
-def spatial_points(
-    engine: Engine, field: str, collection: str | None = None, limit: int = 500
-) -> SpatialPointsResult:
+def spatial_points(engine: Engine, args: SpatialPointsInput) -> SpatialPointsResult:
     """Return the positions at a ``spatial.<key>`` field; see ``RobotMemory.spatial_points``."""
-    args = validate_input(SpatialPointsInput, {"field": field, "collection": collection, "limit": limit})
     key = args.field.split(".", 1)[1]
-    target = _collection(args.collection)
-    rows = engine.read(lambda tx: tx.browse.spatial_points(key, target, args.limit))
+    rows = engine.read(lambda tx: tx.browse.spatial_points(key, args.collection, args.limit))
     return spatial_points_result(args.field, rows)

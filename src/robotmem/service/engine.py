@@ -106,6 +106,10 @@ class Engine:
         """Return the validated collection ``raw``, or the engine's default for None."""
         return self.collection if raw is None else parse_name("collection", raw)
 
+    def collection_for(self, name: str | None) -> str:
+        """Return the checked collection ``name`` of an operation's input, or the engine's default for None."""
+        return self.collection if name is None else name
+
     def vector_model(self) -> tuple[tuple[str, int] | None, str]:
         """Return ``((model_id, dim), "ok")`` when vector search can run, else ``(None, reason)``.
 
@@ -163,14 +167,14 @@ class Engine:
             tx.vectors.record_model(embedder.model_id, embedder.dim)
         tx.vectors.put(memory_id, vector, embedder.model_id)
 
-    def session_for_write(self, tx: StoreTx, raw: str | None) -> str | None:
-        """Return the session a write joins: ``raw`` (which must be active), else the current one if still active."""
-        if raw is None:
+    def session_for_write(self, tx: StoreTx, session_id: str | None) -> str | None:
+        """Return the session a write joins: ``session_id`` (a checked name; the session must be active), else
+        the current one if still active."""
+        if session_id is None:
             current = self.current_session
             if current is not None and tx.sessions.get(current).status != "active":
                 return None  # ended through another door: later memories belong to no episode
             return current
-        session_id = parse_name("session_id", raw)
         tx.sessions.get_active(session_id)
         return session_id
 

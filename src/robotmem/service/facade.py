@@ -1,7 +1,9 @@
 """``RobotMemory``: the one API every surface (SDK, MCP, REST, CLI) calls.
 
 Each method is a one-line delegation to a feature module (``robotmem.service.*``) with the method's
-engine; this class is the table of contents of the API. Every method returns the JSON-ready shape of
+engine; this class is the table of contents of the API. An operation's method builds its input model
+(``robotmem.formats.inputs``) from its own parameters and checks it once against the settings; ``run``
+takes an input a surface has built already. Every method returns the JSON-ready shape of
 ``robotmem.formats.results`` and raises ``RobotMemError`` subclasses.
 """
 
@@ -10,10 +12,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from robotmem.config import Settings, load_settings
 from robotmem.embedders import Embedder
+from robotmem.formats.inputs import (
+    EndSessionInput,
+    ForgetInput,
+    LearnInput,
+    MemoryIdInput,
+    OperationInput,
+    RecallInput,
+    SavePerceptionInput,
+    StartSessionInput,
+    UpdateInput,
+    validate_input,
+    validate_items,
+)
 from robotmem.formats.results import (
     BackfillResult,
     BackupResult,
@@ -49,6 +64,7 @@ from robotmem.service import (
     browse,
     maintenance,
     memories,
+    operations,
     perceptions,
     recall,
     sessions,
@@ -56,9 +72,19 @@ from robotmem.service import (
     transfer,
 )
 from robotmem.service.backfill import DEFAULT_BATCH_SIZE, BackgroundBackfill, Progress
+from robotmem.service.browse import (
+    CategoriesInput,
+    CollectionInput,
+    ListMemoriesInput,
+    ListSessionsInput,
+    RecentFailuresInput,
+    SpatialPointsInput,
+)
 from robotmem.service.engine import Engine, iso, utc_now
 from robotmem.service.transfer import IMPORT_BATCH_SIZE
 from robotmem.store import is_server_address, open_store
+
+InputT = TypeVar("InputT", bound=OperationInput)
 
 
 class RobotMemory:
@@ -133,7 +159,7 @@ class RobotMemory:
         Raises ``ValidationError`` (empty or too-long insight, bad context JSON), ``NotFoundError``
         or ``ConflictError`` (unknown or ended session), ``DatabaseError``.
         """
-        return memories.learn(self._engine, insight, context, collection, session_id)
+        return memories.learn(self._engine, self._input(LearnInput, locals()))
 
     def recall(
         self,
@@ -155,10 +181,7 @@ class RobotMemory:
         ``own_robot_boost`` times higher. Raises ``ValidationError`` for a bad ``n``/``min_confidence``/
         filter/spatial sort/``robots``.
         """
-        return recall.recall(
-            self._engine, query, n, min_confidence, session_id, context_filter, spatial_sort, collection,
-            include_data, order, robots,
-        )  # fmt: skip
+        return recall.recall(self._engine, self._input(RecallInput, locals()))
 
     def save_perception(
         self,
@@ -173,9 +196,7 @@ class RobotMemory:
 
         Repeated descriptions are stored again: a sensor stream is not a duplicate.
         """
-        return perceptions.save_perception(
-            self._engine, description, perception_type, data, metadata, collection, session_id
-        )
+        return perceptions.save_perception(self._engine, self._input(SavePerceptionInput, locals()))
 
     def save_perceptions(self, items: Sequence[Mapping[str, Any]]) -> list[PerceptionResult]:
         """Store every item as ``save_perception(**item)`` would, all or nothing, in one transaction.
@@ -185,33 +206,52 @@ class RobotMemory:
         ``ValidationError`` naming the first invalid item (``items[3].description: ...``) before anything
         is written, ``NotFoundError``/``ConflictError`` for an unknown or ended session, ``DatabaseError``.
         """
-        return perceptions.save_perceptions(self._engine, items)
+        return perceptions.save_perceptions(
+            self._engine, validate_items(SavePerceptionInput, items, self._engine.settings)
+        )
 
     def forget(self, memory_id: int, reason: str) -> ForgetResult:
         """Invalidate a memory so no search path returns it; raises ``NotFoundError``/``ConflictError``."""
-        return memories.forget(self._engine, memory_id, reason)
+        return memories.forget(self._engine, self._input(ForgetInput, locals()))
 
     def update(
         self, memory_id: int, new_content: str, context: dict[str, Any] | str | None = None
     ) -> UpdateResult:
         """Replace a memory's text (and context when given) and re-index it everywhere."""
-        return memories.update(self._engine, memory_id, new_content, context)
+        return memories.update(self._engine, self._input(UpdateInput, locals()))
 
     def start_session(
         self, context: dict[str, Any] | str | None = None, collection: str | None = None
     ) -> StartSessionResult:
         """Begin an episode; later writes of this instance without a session join it."""
-        return sessions.start_session(self._engine, context, collection)
+        return sessions.start_session(self._engine, self._input(StartSessionInput, locals()))
 
     def end_session(self, session_id: str, outcome_score: float | None = None) -> EndSessionResult:
         """End an episode: store the outcome, consolidate, decay, and return related memories."""
-        return sessions.end_session(self._engine, session_id, outcome_score)
+        return sessions.end_session(self._engine, self._input(EndSessionInput, locals()))
+
+    def run(self, args: OperationInput) -> Mapping[str, Any]:
+        """Run the operation whose input ``args`` is (``LearnInput`` → ``learn``, ``RecallInput`` → ``recall``,
+        the browse views' inputs too) and return its result, as that method would.
+
+        For surfaces that build the input model themselves (MCP, REST): an input validated with these
+        settings (``validate_input(model, arguments, memory.settings)``) runs as it is, any other is checked
+        against them first. Raises ``ValidationError`` and the operation's errors; ``TypeError`` for a model
+        that is not an operation's input.
+        """
+        return operations.run(self._engine, args)
+
+    def _input(self, model: type[InputT], parameters: dict[str, Any]) -> InputT:
+        """``model`` from a method's parameters (its ``locals()``, ``self`` left out), checked against the settings."""
+        arguments = dict(parameters)
+        del arguments["self"]
+        return validate_input(model, arguments, self._engine.settings)
 
     # ---- inspection -------------------------------------------------------------------------------
 
     def get_memory(self, memory_id: int) -> MemoryDetail:
         """Return the full record of a memory in any status, with perception payload and lineage."""
-        return memories.get_memory(self._engine, memory_id)
+        return memories.get_memory(self._engine, self._input(MemoryIdInput, locals()))
 
     def get_session(self, session_id: str) -> SessionRecord:
         """Return a session with its outcome; raises ``NotFoundError``."""
@@ -233,7 +273,7 @@ class RobotMemory:
 
         ``collection`` None covers every collection. Raises ``ValidationError`` for a bad name.
         """
-        return browse.stats(self._engine, collection)
+        return browse.stats(self._engine, self._input(CollectionInput, locals()))
 
     def list_memories(
         self,
@@ -256,22 +296,7 @@ class RobotMemory:
         ``status`` is active, superseded, invalidated or any; ``since``/``until`` bound ``created_at``
         (naive times are UTC); ``collection`` None covers every collection. Raises ``ValidationError``.
         """
-        return browse.list_memories(
-            self._engine,
-            collection,
-            type,
-            status,
-            category,
-            perception_type,
-            session_id,
-            min_confidence,
-            max_confidence,
-            since,
-            until,
-            limit,
-            offset,
-            order,
-        )
+        return browse.list_memories(self._engine, self._input(ListMemoriesInput, locals()))
 
     def list_sessions(
         self,
@@ -283,7 +308,7 @@ class RobotMemory:
     ) -> SessionPage:
         """Return ``{"sessions", "total", "limit", "offset"}``; each session has its outcome score,
         memory count and the success rate of its judged memories. Raises ``ValidationError``."""
-        return browse.list_sessions(self._engine, collection, status, limit, offset, order)
+        return browse.list_sessions(self._engine, self._input(ListSessionsInput, locals()))
 
     def session_memories(self, session_id: str) -> SessionTimeline:
         """Return ``{"session", "memories", "total"}``: the episode's memories of every status in time order.
@@ -298,7 +323,7 @@ class RobotMemory:
 
     def categories(self, collection: str | None = None) -> CategoriesResult:
         """Return ``{"categories": [{"category", "count"}]}`` over active memories, largest first."""
-        return browse.categories(self._engine, collection)
+        return browse.categories(self._engine, self._input(CategoriesInput, locals()))
 
     def recent_failures(
         self, collection: str | None = None, limit: int = 20, max_outcome: float = 0.5
@@ -306,14 +331,14 @@ class RobotMemory:
         """Return ``{"sessions", "memories"}``: failed episodes (outcome below ``max_outcome`` or a
         failed task) and failure lessons (``task.success`` false, the failure tag, or the categories
         root_cause, postmortem and gotcha), newest first. Raises ``ValidationError``."""
-        return browse.recent_failures(self._engine, collection, limit, max_outcome)
+        return browse.recent_failures(self._engine, self._input(RecentFailuresInput, locals()))
 
     def spatial_points(
         self, field: str, collection: str | None = None, limit: int = 500
     ) -> SpatialPointsResult:
         """Return ``{"field", "points": [{"memory_id", "content", "coordinates", "success"}]}`` for active
         memories whose context holds a list at ``field`` (``spatial.<key>``). Raises ``ValidationError``."""
-        return browse.spatial_points(self._engine, field, collection, limit)
+        return browse.spatial_points(self._engine, self._input(SpatialPointsInput, locals()))
 
     # ---- maintenance ------------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """learn, update, forget and get_memory: writing and reading one memory.
 
-Every function validates its arguments before anything is written, embeds outside the write transaction
-(a model call never holds the write lock), and changes the memory with everything derived from it (text
-index, tags, vector) in one transaction.
+Every function takes its operation's input, checked against the settings before anything is written
+(``robotmem.formats.inputs``), embeds outside the write transaction (a model call never holds the write
+lock), and changes the memory with everything derived from it (text index, tags, vector) in one
+transaction.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from robotmem.formats.inputs import ForgetInput, LearnInput, MemoryIdInput, UpdateInput
 from robotmem.formats.results import AutoInferred, ForgetResult, LearnResult, MemoryDetail, UpdateResult
 from robotmem.formats.serialize import (
     auto_inferred,
@@ -18,15 +20,6 @@ from robotmem.formats.serialize import (
     forgotten,
     memory_detail,
     updated_result,
-)
-from robotmem.formats.validation import (
-    ForgetInput,
-    LearnInput,
-    UpdateInput,
-    parse_json_object,
-    parse_name,
-    parse_text,
-    validate_input,
 )
 from robotmem.records import Memory, NewMemory
 from robotmem.rules.dedup import (
@@ -47,22 +40,12 @@ JACCARD_CANDIDATES = 20
 COSINE_CANDIDATES = 5
 
 
-def learn(
-    engine: Engine,
-    insight: str,
-    context: dict[str, Any] | str | None = None,
-    collection: str | None = None,
-    session_id: str | None = None,
-) -> LearnResult:
+def learn(engine: Engine, args: LearnInput) -> LearnResult:
     """Store an experience unless the collection already holds it; see ``RobotMemory.learn``."""
-    args = validate_input(
-        LearnInput,
-        {"insight": insight, "context": context, "collection": collection, "session_id": session_id},
-    )
     settings = engine.settings
-    text = parse_text("insight", args.insight, max_chars=settings.max_insight_chars)
-    user_context = parse_json_object("context", args.context, settings.max_context_bytes)
-    target = engine.collection_or_default(args.collection)
+    text = args.insight
+    user_context = args.context_object
+    target = engine.collection_for(args.collection)
     found = classify(text, user_context)
     stored_context = build_context(user_context, found, source="learn")
     digest = content_hash(text)
@@ -104,12 +87,12 @@ def learn(
     return engine.write(work)
 
 
-def _episode_vector(engine: Engine, text: str, raw_session: str | None) -> tuple[str, FloatArray] | None:
+def _episode_vector(engine: Engine, text: str, session_id: str | None) -> tuple[str, FloatArray] | None:
     """Return ``(session, vector)`` of ``text`` after its predecessor's in the session it joins, embedded
     together, when ``episode_vector_weight`` is on and the session holds a memory already; else None."""
     if engine.settings.recall.episode_vector_weight <= 0:
         return None
-    session = parse_name("session_id", raw_session) if raw_session is not None else engine.current_session
+    session = session_id if session_id is not None else engine.current_session
     if session is None:
         return None
     previous = engine.read(lambda tx: tx.memories.latest_in_session(session))
@@ -154,16 +137,14 @@ def _near_duplicate(
     return duplicate
 
 
-def forget(engine: Engine, memory_id: int, reason: str) -> ForgetResult:
+def forget(engine: Engine, args: ForgetInput) -> ForgetResult:
     """Invalidate a memory so no search path returns it; see ``RobotMemory.forget``."""
-    args = validate_input(ForgetInput, {"memory_id": memory_id, "reason": reason})
-    why = parse_text("reason", args.reason, max_chars=1000)
 
     def work(tx: StoreTx) -> ForgetResult:
         memory = tx.memories.get_active(args.memory_id)
-        tx.memories.invalidate(memory.id, why, engine.now())
+        tx.memories.invalidate(memory.id, args.reason, engine.now())
         tx.vectors.drop(memory.id)
-        return forgotten(memory, why)
+        return forgotten(memory, args.reason)
 
     return engine.write(work)
 
@@ -182,20 +163,10 @@ def later_than(now: str, previous: str) -> str:
         return now
 
 
-def update(
-    engine: Engine, memory_id: int, new_content: str, context: dict[str, Any] | str | None = None
-) -> UpdateResult:
+def update(engine: Engine, args: UpdateInput) -> UpdateResult:
     """Replace a memory's text (and context when given) and re-index it; see ``RobotMemory.update``."""
-    args = validate_input(
-        UpdateInput, {"memory_id": memory_id, "new_content": new_content, "context": context}
-    )
-    settings = engine.settings
-    text = parse_text("new_content", args.new_content, max_chars=settings.max_insight_chars)
-    new_context = (
-        None
-        if args.context is None
-        else parse_json_object("context", args.context, settings.max_context_bytes)
-    )
+    text = args.new_content
+    new_context = args.context_object
     vector = engine.embed(text, is_query=False)
 
     def work(tx: StoreTx) -> UpdateResult:
@@ -223,9 +194,8 @@ def update(
     return engine.write(work)
 
 
-def get_memory(engine: Engine, memory_id: int) -> MemoryDetail:
+def get_memory(engine: Engine, args: MemoryIdInput) -> MemoryDetail:
     """Return the full record of a memory in any status; see ``RobotMemory.get_memory``."""
-    args = validate_input(ForgetInput, {"memory_id": memory_id, "reason": "-"})
 
     def work(tx: StoreTx) -> MemoryDetail:
         memory = tx.memories.get(args.memory_id)

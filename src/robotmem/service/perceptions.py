@@ -8,57 +8,49 @@ a sensor stream is not a duplicate.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from robotmem.errors import EmbeddingError, ValidationError
+from robotmem.errors import EmbeddingError
+from robotmem.formats.inputs import SavePerceptionInput
 from robotmem.formats.results import PerceptionResult
 from robotmem.formats.serialize import perception_results
-from robotmem.formats.validation import SavePerceptionInput, parse_payload, parse_text, validate_input
 from robotmem.records import NewMemory
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import FloatArray, StoreTx
-from robotmem.text.classify import classify_perception
+from robotmem.text.classify import Classification, classify_perception
 from robotmem.text.tokens import index_text
 
 log = logging.getLogger("robotmem")
-FIELDS = ("description", "perception_type", "data", "metadata", "collection", "session_id")
 
 
-def save_perception(
-    engine: Engine,
-    description: str,
-    perception_type: str = "visual",
-    data: Any = None,
-    metadata: Any = None,
-    collection: str | None = None,
-    session_id: str | None = None,
-) -> PerceptionResult:
+@dataclass(frozen=True, slots=True)
+class Perception:
+    """A checked perception with what is derived from it before the write: its collection and classification."""
+
+    args: SavePerceptionInput
+    collection: str
+    found: Classification
+
+
+def save_perception(engine: Engine, args: SavePerceptionInput) -> PerceptionResult:
     """Store one perception; see ``RobotMemory.save_perception``."""
-    item = {
-        "description": description,
-        "perception_type": perception_type,
-        "data": data,
-        "metadata": metadata,
-        "collection": collection,
-        "session_id": session_id,
-    }
-    prepared = prepare(engine, item)
-    vector = engine.embed(prepared["text"], is_query=False)
+    perception = _prepare(engine, args)
+    vector = engine.embed(args.description, is_query=False)
     vectors = [None if vector is None else vector.vector]
-    return engine.write(lambda tx: insert(engine, tx, [prepared], vectors))[0]
+    return engine.write(lambda tx: insert(engine, tx, [perception], vectors))[0]
 
 
-def save_perceptions(engine: Engine, items: Sequence[Mapping[str, Any]]) -> list[PerceptionResult]:
+def save_perceptions(engine: Engine, batch: Sequence[SavePerceptionInput]) -> list[PerceptionResult]:
     """Store every item as save_perception would, all or nothing; see ``RobotMemory.save_perceptions``."""
-    prepared = [prepare(engine, item, where=f"items[{position}].") for position, item in enumerate(items)]
+    prepared = [_prepare(engine, args) for args in batch]
     vectors: list[FloatArray | None] = [None] * len(prepared)
     model, _ = engine.vector_model()
     if model is not None and prepared:
         try:
-            matrix = engine.embedder.embed_batch([p["text"] for p in prepared])
+            matrix = engine.embedder.embed_batch([p.args.description for p in prepared])
             vectors = [np.asarray(row, dtype=np.float32) for row in matrix]
         except EmbeddingError as exc:
             log.warning("embedding failed, storing the perceptions without vectors: %s", exc)
@@ -66,70 +58,47 @@ def save_perceptions(engine: Engine, items: Sequence[Mapping[str, Any]]) -> list
 
 
 def insert(
-    engine: Engine, tx: StoreTx, prepared: Sequence[dict[str, Any]], vectors: Sequence[FloatArray | None]
+    engine: Engine, tx: StoreTx, prepared: Sequence[Perception], vectors: Sequence[FloatArray | None]
 ) -> list[PerceptionResult]:
     """Insert prepared perceptions with their vectors; return one save_perception result each."""
     sessions: dict[str | None, str | None] = {}  # one transaction: a session's state cannot change
     for p in prepared:
-        if p["session_id"] not in sessions:
-            sessions[p["session_id"]] = engine.session_for_write(tx, p["session_id"])
+        if p.args.session_id not in sessions:
+            sessions[p.args.session_id] = engine.session_for_write(tx, p.args.session_id)
     now = engine.now()
     robot = engine.robot_id
     ids = engine.insert(
         tx,
         [
             NewMemory(
-                collection=p["collection"],
+                collection=p.collection,
                 type="perception",
-                content=p["text"],
+                content=p.args.description,
                 content_hash=None,
                 category="perception",
-                confidence=p["found"].confidence,
+                confidence=p.found.confidence,
                 context={"source": "save_perception"},
-                scope_files=p["found"].scope_files,
-                scope_entities=p["found"].scope_entities,
-                session_id=sessions[p["session_id"]],
-                perception_type=p["perception_type"],
-                tags=("perception", p["perception_type"], *p["found"].tags),
-                index_body=index_text(p["text"]),
+                scope_files=p.found.scope_files,
+                scope_entities=p.found.scope_entities,
+                session_id=sessions[p.args.session_id],
+                perception_type=p.args.perception_type,
+                tags=("perception", p.args.perception_type, *p.found.tags),
+                index_body=index_text(p.args.description),
                 created_at=now,
-                data_json=p["data_json"],
-                metadata_json=p["metadata_json"],
+                data_json=p.args.data_json,
+                metadata_json=p.args.metadata_json,
                 robot_id=robot,
             )
             for p in prepared
         ],
         vectors,
     )
-    return perception_results(ids, prepared, [vector is not None for vector in vectors])
+    return perception_results(
+        ids,
+        [{"perception_type": p.args.perception_type, "collection": p.collection} for p in prepared],
+        [vector is not None for vector in vectors],
+    )
 
 
-def prepare(engine: Engine, item: Mapping[str, Any], *, where: str = "") -> dict[str, Any]:
-    """Validate one item of save_perception's parameters; errors are prefixed with ``where``."""
-    if not isinstance(item, Mapping):
-        raise ValidationError(f"{where.rstrip('.')}: expected an object, got {type(item).__name__}")
-    unknown = sorted(set(item) - set(FIELDS))
-    if unknown:
-        raise ValidationError(f"{where}{unknown[0]}: unknown field; expected one of {', '.join(FIELDS)}")
-    settings = engine.settings
-    try:
-        args = validate_input(SavePerceptionInput, {key: item.get(key) for key in FIELDS if key in item})
-        text = parse_text(
-            "description", args.description, min_chars=5, max_chars=settings.max_description_chars
-        )
-        _, data_json = parse_payload("data", args.data, settings.max_data_bytes)
-        _, metadata_json = parse_payload("metadata", args.metadata, settings.max_metadata_bytes)
-        collection = engine.collection_or_default(args.collection)
-    except ValidationError as exc:
-        if not where:
-            raise
-        raise ValidationError(f"{where}{exc.message}") from None
-    return {
-        "text": text,
-        "perception_type": args.perception_type,
-        "data_json": data_json,
-        "metadata_json": metadata_json,
-        "collection": collection,
-        "session_id": args.session_id,
-        "found": classify_perception(text),
-    }
+def _prepare(engine: Engine, args: SavePerceptionInput) -> Perception:
+    return Perception(args, engine.collection_for(args.collection), classify_perception(args.description))

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
+from robotmem.formats.inputs import EndSessionInput, StartSessionInput
 from robotmem.formats.results import EndSessionResult, SessionRecord, SessionSummary, StartSessionResult
 from robotmem.formats.serialize import ended_session, session_summary, session_to_dict, started_session
-from robotmem.formats.validation import (
-    EndSessionInput,
-    StartSessionInput,
-    parse_json_object,
-    parse_name,
-    validate_input,
-)
+from robotmem.formats.validation import parse_name
 from robotmem.rules.consolidation import NON_DECAYING_CATEGORIES, ConsolidationPlan, plan_consolidation
 from robotmem.service import recall
 from robotmem.service.engine import Engine
@@ -23,13 +17,10 @@ from robotmem.store.protocol import StoreTx
 RELATED_QUERY_TEXTS = 20
 
 
-def start_session(
-    engine: Engine, context: dict[str, Any] | str | None = None, collection: str | None = None
-) -> StartSessionResult:
+def start_session(engine: Engine, args: StartSessionInput) -> StartSessionResult:
     """Begin an episode that later writes without a session join; see ``RobotMemory.start_session``."""
-    args = validate_input(StartSessionInput, {"context": context, "collection": collection})
-    session_context = parse_json_object("context", args.context, engine.settings.max_context_bytes)
-    target = engine.collection_or_default(args.collection)
+    session_context = args.context_object
+    target = engine.collection_for(args.collection)
     session_id = uuid.uuid4().hex
 
     def work(tx: StoreTx) -> StartSessionResult:
@@ -41,10 +32,9 @@ def start_session(
     return result
 
 
-def end_session(engine: Engine, session_id: str, outcome_score: float | None = None) -> EndSessionResult:
+def end_session(engine: Engine, args: EndSessionInput) -> EndSessionResult:
     """End an episode: outcome, consolidation, decay, related memories; see ``RobotMemory.end_session``."""
-    args = validate_input(EndSessionInput, {"session_id": session_id, "outcome_score": outcome_score})
-    target_id = parse_name("session_id", args.session_id)
+    target_id = args.session_id
     settings = engine.settings
 
     def work(tx: StoreTx) -> tuple[str, SessionSummary, int, ConsolidationPlan, list[str]]:

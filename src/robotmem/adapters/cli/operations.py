@@ -12,6 +12,16 @@ from typing import Any
 from robotmem import RobotMemory
 from robotmem.adapters.cli.common import open_memory, print_json
 from robotmem.config import load_settings
+from robotmem.formats.inputs import (
+    EndSessionInput,
+    ForgetInput,
+    LearnInput,
+    OperationInput,
+    RecallInput,
+    SavePerceptionInput,
+    StartSessionInput,
+    UpdateInput,
+)
 
 QUICK_START_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("start_session", "start an episode", {"context": '{"robot_id": "arm-01", "task": "push"}'}),
@@ -72,12 +82,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _operation(name: str) -> Callable[[argparse.Namespace], int]:
+    # The command's options are the operation's parameters (its input model), but for collection: that one
+    # is the common --collection, which opens the memory. Options not given keep the method's defaults.
+    accepted = set(_INPUTS[name].model_fields) - {"collection"}
+
     def run(args: argparse.Namespace) -> int:
-        fields = {
-            key: value
-            for key, value in vars(args).items()
-            if key in _OPERATION_FIELDS[name] and value is not None
-        }
+        fields = {key: value for key, value in vars(args).items() if key in accepted and value is not None}
         with open_memory(args) as mem:
             print_json(getattr(mem, name)(**fields))
         return 0
@@ -85,24 +95,14 @@ def _operation(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-_OPERATION_FIELDS: dict[str, tuple[str, ...]] = {
-    "learn": ("insight", "context", "session_id"),
-    "recall": (
-        "query",
-        "n",
-        "min_confidence",
-        "session_id",
-        "context_filter",
-        "spatial_sort",
-        "include_data",
-        "order",
-        "robots",
-    ),
-    "save_perception": ("description", "perception_type", "data", "metadata", "session_id"),
-    "forget": ("memory_id", "reason"),
-    "update": ("memory_id", "new_content", "context"),
-    "start_session": ("context",),
-    "end_session": ("session_id", "outcome_score"),
+_INPUTS: dict[str, type[OperationInput]] = {
+    "learn": LearnInput,
+    "recall": RecallInput,
+    "save_perception": SavePerceptionInput,
+    "forget": ForgetInput,
+    "update": UpdateInput,
+    "start_session": StartSessionInput,
+    "end_session": EndSessionInput,
 }
 
 

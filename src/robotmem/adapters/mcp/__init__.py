@@ -1,9 +1,10 @@
 """The MCP server: the seven operations as tools over stdio, all calling one ``RobotMemory``.
 
-Only this package imports the ``mcp`` SDK (2.x); ``stdio`` is its transport. The tools are thin: arguments are checked against the
-service's input models (``robotmem.formats.validation``), the ``RobotMemory`` method runs on a worker thread so
-SQLite and embedding never stall the protocol, and its SPEC §2 dict comes back unchanged as the structured
-result (and as JSON text for clients that read only text). A ``RobotMemError`` becomes an MCP tool error
+Only this package imports the ``mcp`` SDK (2.x); ``stdio`` is its transport. The tools are thin: on a worker
+thread, so SQLite and embedding never stall the protocol, the arguments are validated once into the
+operation's input model (``robotmem.formats.inputs``, checked against the memory's settings) and
+``RobotMemory.run`` runs it; its SPEC §2 dict comes back unchanged as the structured result (and as JSON
+text for clients that read only text). A ``RobotMemError`` becomes an MCP tool error
 carrying the service's message; the server keeps serving.
 """
 
@@ -24,11 +25,21 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel
 
 from robotmem import RobotMemError, RobotMemory, __version__
 from robotmem.adapters.mcp.stdio import claim_stdio, run_stdio
 from robotmem.formats import strict_json
+from robotmem.formats.inputs import (
+    EndSessionInput,
+    ForgetInput,
+    LearnInput,
+    OperationInput,
+    RecallInput,
+    SavePerceptionInput,
+    StartSessionInput,
+    UpdateInput,
+    validate_input,
+)
 from robotmem.formats.results import (
     EndSessionResult,
     ForgetResult,
@@ -37,16 +48,6 @@ from robotmem.formats.results import (
     RecallResult,
     StartSessionResult,
     UpdateResult,
-)
-from robotmem.formats.validation import (
-    EndSessionInput,
-    ForgetInput,
-    LearnInput,
-    RecallInput,
-    SavePerceptionInput,
-    StartSessionInput,
-    UpdateInput,
-    validate_input,
 )
 
 log = logging.getLogger("robotmem.mcp")
@@ -74,7 +75,8 @@ DESCRIPTIONS: dict[str, str] = {
     "learn": f"""\
 Store one experience so later episodes can recall it: a lesson, a parameter that worked, an episode outcome,
 a safety limit. Use it right after something worked, failed or surprised you; one concise insight per call
-(1..300 characters) with the numbers that matter, e.g. "grip_force=12.5N yields highest grasp success on mugs".
+(up to 300 characters by default) with the numbers that matter, e.g. "grip_force=12.5N yields highest
+grasp success on mugs".
 {_CONTEXT_SECTIONS}
 Category, confidence, tags and `name=value unit` parameters are inferred and returned in auto_inferred.
 Without session_id the memory joins the session this server started last, if it is still open.
@@ -112,9 +114,9 @@ again; to correct it instead, use update. The record stays in the file with the 
 index. Fails when no active memory has this id. Returns {"status": "forgotten", "memory_id", "content",
 "reason"}.""",
     "update": """\
-Correct the text of a memory (1..300 characters) and, when `context` is given, replace its stored context
-(same sections as in learn). The memory is classified and indexed again. Fails when no active memory has this
-id. Returns {"status": "updated", "memory_id", "old_content", "new_content", "auto_inferred"}.""",
+Correct the text of a memory (up to 300 characters by default) and, when `context` is given, replace its
+stored context (same sections as in learn). The memory is classified and indexed again. Fails when no active
+memory has this id. Returns {"status": "updated", "memory_id", "old_content", "new_content", "auto_inferred"}.""",
     "start_session": """\
 Begin an episode: one task attempt, run or trial. Call it at the start with a context such as
 {"robot_id": "arm-01", "task": "push"}. Later learn and save_perception calls without a session_id join this
@@ -131,7 +133,6 @@ related to this one. Returns {"status": "ended", "session_id", "summary": {"memo
 PARAMETER_HINTS: dict[tuple[str, str], str] = {
     ("*", "collection"): "Collection (namespace) to use; default: the server's (--collection).",
     ("*", "session_id"): "Session (episode) id from start_session.",
-    ("*", "memory_id"): "Id of the memory, as returned by learn, save_perception or recall.",
     ("save_perception", "perception_type"): "visual, tactile, auditory, proprioceptive or procedural.",
     (
         "start_session",
@@ -149,7 +150,7 @@ class Operation:
 
     name: str
     title: str
-    inputs: type[BaseModel]
+    inputs: type[OperationInput]
     # The result TypedDict: the tool's output schema, against which the SDK checks every structured result.
     output: type[Any]
     read_only: bool = False
@@ -178,7 +179,6 @@ OPERATIONS: tuple[Operation, ...] = (
     # Consolidation marks merged memories superseded but keeps them with their lineage: nothing is lost.
     Operation("end_session", "End an episode", EndSessionInput, EndSessionResult),
 )
-OPERATION_BY_NAME = {operation.name: operation for operation in OPERATIONS}
 
 
 def input_schema(operation: Operation) -> JsonDict:
@@ -211,12 +211,16 @@ def _signature(operation: Operation) -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=Annotated[CallToolResult, operation.output])
 
 
-def _run(method: Callable[..., JsonDict], ready: threading.Event | None, arguments: JsonDict) -> JsonDict:
-    """Run one RobotMemory call on a worker thread; a RobotMemError becomes a tool error with its message."""
-    if ready is not None:
-        ready.wait()  # the embedder is being loaded in the background: use it, never load a second one
+def _run(
+    memory: RobotMemory, inputs: type[OperationInput], ready: threading.Event | None, arguments: JsonDict
+) -> Mapping[str, Any]:
+    """Validate the arguments once and run the operation on a worker thread; a RobotMemError becomes a tool
+    error with its message."""
     try:
-        return method(**arguments)
+        args = validate_input(inputs, arguments, memory.settings)
+        if ready is not None:
+            ready.wait()  # the embedder is being loaded in the background: use it, never load a second one
+        return memory.run(args)
     except RobotMemError as exc:
         raise ToolError(exc.message) from exc
 
@@ -227,15 +231,15 @@ ToolFunction = Callable[..., Awaitable[CallToolResult]]
 def tool_function(
     memory: RobotMemory, operation: Operation, ready: threading.Event | None = None
 ) -> ToolFunction:
-    """Return the async tool function of ``operation``: the RobotMemory method, run off the event loop.
+    """Return the async tool function of ``operation``: the RobotMemory operation, run off the event loop.
 
-    It returns the method's dict as structured content and as JSON text; raises ``ToolError``.
+    It returns the operation's dict as structured content and as JSON text; raises ``ToolError``.
     """
-    method = getattr(memory, operation.name)
 
     async def call(**arguments: Any) -> CallToolResult:
         # Text and structured content are the same strict JSON: a non-finite number is null in both.
-        result = strict_json.finite(await anyio.to_thread.run_sync(partial(_run, method, ready, arguments)))
+        work = partial(_run, memory, operation.inputs, ready, arguments)
+        result = strict_json.finite(await anyio.to_thread.run_sync(work))
         text = strict_json.dumps(result)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
 
@@ -249,9 +253,9 @@ class RobotMemServer(MCPServer):
     """An ``MCPServer`` whose robotmem tools receive the arguments exactly as the client sent them.
 
     The SDK's generic argument handling parses JSON-looking strings, drops unknown parameters silently
-    and words its errors for Python programmers. Here the arguments are checked with the service's input
-    models (``robotmem.formats.validation``) and passed on unchanged, so errors read as on every other surface:
-    ``n: Input should be less than or equal to 100 (got 500)``, ``insigth: unknown parameter; ...``.
+    and words its errors for Python programmers. Here the arguments go to the tool function unchanged,
+    which validates them once into the operation's input model (``robotmem.formats.inputs``), so errors
+    read as on every other surface: ``n: is 500; the limit is 100``, ``insigth: unknown parameter; ...``.
     """
 
     def __init__(self, functions: Mapping[str, ToolFunction], **options: Any) -> None:
@@ -263,10 +267,7 @@ class RobotMemServer(MCPServer):
         if function is None:
             return await super().call_tool(name, arguments, context)
         try:
-            validate_input(OPERATION_BY_NAME[name].inputs, arguments)
             return await function(**arguments)
-        except RobotMemError as exc:
-            raise ToolError(f"Error executing tool {name}: {exc.message}") from exc
         except ToolError as exc:
             raise ToolError(f"Error executing tool {name}: {exc}") from exc
         except Exception as exc:

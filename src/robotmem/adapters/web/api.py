@@ -1,8 +1,9 @@
 """The REST API: blueprint ``api_bp`` under ``/api``.
 
-Every view validates its input with the Pydantic models of ``robotmem.formats.validation`` and
-``robotmem.browse`` (which also generate ``/api/openapi.json``), calls one ``RobotMemory`` method,
-and returns its result unchanged. Errors travel up to the single handler in ``robotmem.adapters.web``.
+Every view receives its input as the operation's model (``robotmem.formats.inputs``, the browse views'
+in ``robotmem.service.browse``), which flask-openapi3 validates (and ``/api/openapi.json`` is generated
+from), hands it to ``RobotMemory.run`` (which checks it against the settings, once), and returns the
+result unchanged. Errors travel up to the single handler in ``robotmem.adapters.web``.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from robotmem import RobotMemory
 from robotmem.adapters.web.remote import local_paths, without_paths
-from robotmem.formats.validation import (
+from robotmem.formats.inputs import (
     EndSessionInput,
     ForgetInput,
     LearnInput,
+    MemoryIdInput,
     RecallInput,
     SavePerceptionInput,
     StartSessionInput,
     UpdateInput,
 )
 from robotmem.service.browse import (
+    CategoriesInput,
     CollectionInput,
     ListMemoriesInput,
     ListSessionsInput,
@@ -35,8 +38,6 @@ from robotmem.service.browse import (
     SpatialPointsInput,
 )
 from robotmem.service.maintenance import database_name
-
-MAX_SQLITE_INTEGER = 2**63 - 1
 
 
 class ErrorDetail(BaseModel):
@@ -50,12 +51,6 @@ class ErrorResponse(BaseModel):
     """The body of every error response."""
 
     error: ErrorDetail
-
-
-class MemoryPath(BaseModel):
-    """A memory id in the path."""
-
-    memory_id: int = Field(ge=1, le=MAX_SQLITE_INTEGER, description="Memory id.")
 
 
 class SessionPath(BaseModel):
@@ -107,6 +102,13 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return {name: getattr(model, name) for name in type(model).model_fields}
 
 
+def _with_memory_id(
+    model: type[UpdateInput] | type[ForgetInput], path: MemoryIdInput, body: BaseModel
+) -> Any:
+    """The operation's input from the path's memory id and the body's other fields, each validated already."""
+    return model.model_construct(memory_id=path.memory_id, **_dump(body))
+
+
 # ---- inspection and browsing ---------------------------------------------------------------------
 
 
@@ -129,25 +131,25 @@ def doctor() -> Mapping[str, Any]:
 @api_bp.get("/stats", tags=[_browse])
 def stats(query: CollectionInput) -> Mapping[str, Any]:
     """Dashboard totals, categories, collections and per-session outcomes over time."""
-    return memory().stats(query.collection)
+    return memory().run(query)
 
 
 @api_bp.get("/memories", tags=[_browse])
 def list_memories(query: ListMemoriesInput) -> Mapping[str, Any]:
     """One page of memories with filters (collection, type, status, category, confidence, time, perception)."""
-    return memory().list_memories(**_dump(query))
+    return memory().run(query)
 
 
 @api_bp.get("/search", tags=[_browse])
 def search(query: RecallInput) -> Mapping[str, Any]:
     """Hybrid recall (BM25 + vector), the same as ``recall`` everywhere; JSON parameters as strings."""
-    return memory().recall(**_dump(query))
+    return memory().run(query)
 
 
 @api_bp.get("/sessions", tags=[_browse])
 def list_sessions(query: ListSessionsInput) -> Mapping[str, Any]:
     """One page of sessions with outcome scores and success rates."""
-    return memory().list_sessions(**_dump(query))
+    return memory().run(query)
 
 
 @api_bp.get("/sessions/<session_id>", tags=[_browse])
@@ -169,42 +171,42 @@ def collections() -> Mapping[str, Any]:
 
 
 @api_bp.get("/categories", tags=[_browse])
-def categories(query: CollectionInput) -> Mapping[str, Any]:
+def categories(query: CategoriesInput) -> Mapping[str, Any]:
     """Active memories per category, largest first."""
-    return memory().categories(query.collection)
+    return memory().run(query)
 
 
 @api_bp.get("/recent-failures", tags=[_browse])
 def recent_failures(query: RecentFailuresInput) -> Mapping[str, Any]:
     """Failed episodes and the lessons drawn from failures."""
-    return memory().recent_failures(**_dump(query))
+    return memory().run(query)
 
 
 @api_bp.get("/spatial", tags=[_browse])
 def spatial(query: SpatialPointsInput) -> Mapping[str, Any]:
     """Positions stored under one spatial.* key, with each memory's task success."""
-    return memory().spatial_points(**_dump(query))
+    return memory().run(query)
 
 
 # ---- one memory -----------------------------------------------------------------------------------
 
 
 @api_bp.get("/memory/<int:memory_id>", tags=[_memory])
-def get_memory(path: MemoryPath) -> Mapping[str, Any]:
+def get_memory(path: MemoryIdInput) -> Mapping[str, Any]:
     """The full record in any status, with perception payload and merged/superseded lineage."""
-    return memory().get_memory(path.memory_id)
+    return memory().run(path)
 
 
 @api_bp.put("/memory/<int:memory_id>", tags=[_memory])
-def put_memory(path: MemoryPath, body: UpdateBody) -> Mapping[str, Any]:  # type: ignore[valid-type]
+def put_memory(path: MemoryIdInput, body: UpdateBody) -> Mapping[str, Any]:  # type: ignore[valid-type]
     """Correct the text (and optionally the context); the memory is re-indexed for BM25 and vectors."""
-    return memory().update(path.memory_id, **_dump(body))
+    return memory().run(_with_memory_id(UpdateInput, path, body))
 
 
 @api_bp.delete("/memory/<int:memory_id>", tags=[_memory])
-def delete_memory(path: MemoryPath, body: ForgetBody) -> Mapping[str, Any]:  # type: ignore[valid-type]
+def delete_memory(path: MemoryIdInput, body: ForgetBody) -> Mapping[str, Any]:  # type: ignore[valid-type]
     """Forget the memory (status invalidated, with the reason); recall stops returning it."""
-    return memory().forget(path.memory_id, **_dump(body))
+    return memory().run(_with_memory_id(ForgetInput, path, body))
 
 
 # ---- the seven operations -------------------------------------------------------------------------
@@ -213,40 +215,40 @@ def delete_memory(path: MemoryPath, body: ForgetBody) -> Mapping[str, Any]:  # t
 @api_bp.post("/learn", tags=[_operations])
 def learn(body: LearnInput) -> Mapping[str, Any]:
     """Store an experience; a duplicate is a result (status duplicate), not an error."""
-    return memory().learn(**_dump(body))
+    return memory().run(body)
 
 
 @api_bp.post("/recall", tags=[_operations])
 def recall(body: RecallInput) -> Mapping[str, Any]:
     """Find the most relevant memories (JSON body; context_filter and spatial_sort as objects)."""
-    return memory().recall(**_dump(body))
+    return memory().run(body)
 
 
 @api_bp.post("/save_perception", tags=[_operations])
 def save_perception(body: SavePerceptionInput) -> Mapping[str, Any]:
     """Store a sensor reading or trajectory."""
-    return memory().save_perception(**_dump(body))
+    return memory().run(body)
 
 
 @api_bp.post("/forget", tags=[_operations])
 def forget(body: ForgetInput) -> Mapping[str, Any]:
     """Mark a memory as wrong so recall stops returning it."""
-    return memory().forget(**_dump(body))
+    return memory().run(body)
 
 
 @api_bp.post("/update", tags=[_operations])
 def update(body: UpdateInput) -> Mapping[str, Any]:
     """Correct the text (and optionally the context) of a memory."""
-    return memory().update(**_dump(body))
+    return memory().run(body)
 
 
 @api_bp.post("/start_session", tags=[_operations])
 def start_session(body: StartSessionInput) -> Mapping[str, Any]:
     """Begin an episode."""
-    return memory().start_session(**_dump(body))
+    return memory().run(body)
 
 
 @api_bp.post("/end_session", tags=[_operations])
 def end_session(body: EndSessionInput) -> Mapping[str, Any]:
     """End an episode: summarise, consolidate, decay, and return related memories."""
-    return memory().end_session(**_dump(body))
+    return memory().run(body)

@@ -19,68 +19,35 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robotmem.errors import ValidationError
+from robotmem.formats.inputs import RecallInput
 from robotmem.formats.results import RecallHit, RecallResult
 from robotmem.formats.serialize import hit_to_dict, recall_result
-from robotmem.formats.validation import RecallInput, parse_name, parse_robots, parse_text, validate_input
+from robotmem.formats.validation import resolve_robots
 from robotmem.query.filters import Scalar, parse_filter
-from robotmem.query.spatial import parse_spatial_sort
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.store.protocol import RecallScope, StoreTx
 
-MAX_QUERY_CHARS = 4000
 # Values asked for per read by ``context_values`` (a filter of 100 keys stays far below max_filter_bytes).
 _VALUES_PER_READ = 100
 
 
-def recall(
-    engine: Engine,
-    query: str = "",
-    n: int | None = None,
-    min_confidence: float | None = None,
-    session_id: str | None = None,
-    context_filter: dict[str, Any] | str | None = None,
-    spatial_sort: dict[str, Any] | str | None = None,
-    collection: str | None = None,
-    include_data: bool = False,
-    order: str = "relevance",
-    robots: list[str] | str | None = None,
-) -> RecallResult:
+def recall(engine: Engine, args: RecallInput) -> RecallResult:
     """Return the most relevant memories; see ``RobotMemory.recall``."""
     started = time.perf_counter()
-    args = validate_input(
-        RecallInput,
-        {
-            "query": query,
-            "n": n,
-            "min_confidence": min_confidence,
-            "session_id": session_id,
-            "context_filter": context_filter,
-            "spatial_sort": spatial_sort,
-            "collection": collection,
-            "include_data": include_data,
-            "order": order,
-            "robots": robots,
-        },
-    )
     settings = engine.settings
-    text = parse_text("query", args.query, min_chars=0, max_chars=MAX_QUERY_CHARS)
-    count = settings.top_k if args.n is None else args.n
-    if count > settings.max_n:
-        raise ValidationError(f"n: is {count}; the limit is {settings.max_n}")
     plan = RecallPlan(
-        query=text,
-        n=count,
+        query=args.query,
+        n=settings.top_k if args.n is None else args.n,
         min_confidence=settings.min_confidence if args.min_confidence is None else args.min_confidence,
-        collection=engine.collection_or_default(args.collection),
-        session_id=None if args.session_id is None else parse_name("session_id", args.session_id),
-        filter=parse_filter(args.context_filter, max_bytes=settings.max_filter_bytes),
-        spatial=parse_spatial_sort(args.spatial_sort),
+        collection=engine.collection_for(args.collection),
+        session_id=args.session_id,
+        filter=args.filter,
+        spatial=args.spatial,
         include_data=args.include_data,
         order=args.order,
-        robots=parse_robots(args.robots, engine.robot_id),
+        robots=resolve_robots(args.robot_ids, engine.robot_id),
         own_robot=engine.robot_id,
     )
     outcome = execute(engine, plan)

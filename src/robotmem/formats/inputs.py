@@ -1,0 +1,334 @@
+"""The operations' input models (Pydantic): each operation's parameters, declared once.
+
+A model gives the names, types and defaults of one operation's parameters, the limits no setting
+changes, and the descriptions the MCP and REST schemas are generated from. What a schema cannot state
+— limits the settings set (``max_insight_chars``, ``max_context_bytes``, ``max_n``, …), name rules,
+JSON objects, filters — the model's ``_check`` applies, in the order problems are reported, when the
+model is validated with the settings (``validate_input(model, arguments, settings)``) or later
+(``OperationInput.within``). The service receives a checked input and trusts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from robotmem.config import Settings
+from robotmem.errors import ValidationError
+from robotmem.formats.validation import (
+    PerceptionType,
+    parse_json_object,
+    parse_name,
+    parse_payload,
+    parse_robots,
+    parse_text,
+    short_repr,
+)
+from robotmem.query.filters import Node, parse_filter
+from robotmem.query.spatial import SpatialSort, parse_spatial_sort
+
+JsonObjectOrText = Annotated[
+    dict[str, Any] | str | None,
+    Field(description="A JSON object, or a string holding one."),
+]
+MAX_QUERY_CHARS = 4000
+MAX_MEMORY_ID = 2**63 - 1  # SQLite's largest integer
+
+
+class OperationInput(BaseModel):
+    """The parameters of one operation.
+
+    Pydantic checks names, types and the static limits; ``_check`` then applies the settings' limits and
+    the rules no schema states, when ``validate_input`` is given the settings, or through ``within`` for
+    an input Pydantic alone built (a REST request body). Values parsed into another type than the
+    field's (a filter tree, a context object) are kept in slots and read through properties: slots, not
+    Pydantic's private attributes, which would cost every validation a few microseconds.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+    __slots__ = ("_settings",)  # the settings the input was checked against; unset until it is
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):  # a slot: Pydantic's handling is for fields (and slower for other names)
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def within(self, settings: Settings) -> Self:
+        """Return this input checked against ``settings``: itself when it already is, else a checked copy.
+
+        Raises ``ValidationError`` naming the field and the limit.
+        """
+        if getattr(self, "_settings", None) is settings:
+            return self
+        return self.model_copy()._checked_against(settings)
+
+    def _checked_against(self, settings: Settings) -> Self:
+        self._check(settings)
+        self._settings = settings
+        return self
+
+    def _check(self, settings: Settings) -> None:
+        """Apply what the schema cannot state, normalising fields in place; raises ``ValidationError``."""
+
+    def _check_name(self, field: str) -> None:
+        """Check the collection or session name in ``field`` when one is given (None: the default)."""
+        raw = getattr(self, field)
+        if raw is not None:
+            setattr(self, field, parse_name(field, raw))
+
+
+class LearnInput(OperationInput):
+    """Store one experience (an insight with its context)."""
+
+    insight: str = Field(
+        description="The lesson or finding: 1 to max_insight_chars (default 300) characters after trimming."
+    )
+    context: JsonObjectOrText = Field(
+        default=None,
+        description="Context JSON with sections params, spatial, robot, task "
+        "(at most max_context_bytes, default 64 KiB).",
+    )
+    collection: str | None = Field(default=None, description="Collection name (default: the instance's).")
+    session_id: str | None = Field(default=None, description="Session (episode) the memory belongs to.")
+    __slots__ = ("_context",)
+
+    @property
+    def context_object(self) -> dict[str, Any]:
+        """The context as an object (``{}`` when none was given)."""
+        return self._context
+
+    def _check(self, settings: Settings) -> None:
+        self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
+        self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._check_name("collection")
+        self._check_name("session_id")
+
+
+class RecallInput(OperationInput):
+    """Find the most relevant memories."""
+
+    query: str = Field(
+        default="", description="What to look for; may be empty when filters or spatial_sort are given."
+    )
+    n: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many memories to return: default top_k (5), at most max_n (default 100).",
+    )
+    min_confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Lowest confidence (default 0.3)."
+    )
+    session_id: str | None = Field(default=None, description="Only memories of this session.")
+    context_filter: JsonObjectOrText = Field(
+        default=None, description='Structured filter, e.g. {"task.success": true}.'
+    )
+    spatial_sort: JsonObjectOrText = Field(
+        default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
+    )
+    collection: str | None = Field(
+        default=None, description="Collection to search (default: the instance's)."
+    )
+    include_data: bool = Field(default=False, description="Include perception data and metadata.")
+    order: Literal["relevance", "time"] = Field(
+        default="relevance", description="relevance, or time (oldest first)."
+    )
+    robots: list[str] | str | None = Field(
+        default=None,
+        description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
+    )
+    __slots__ = ("_filter", "_spatial", "_robots")
+
+    @property
+    def filter(self) -> Node | None:
+        """The parsed ``context_filter`` (None: no filter)."""
+        return self._filter
+
+    @property
+    def spatial(self) -> SpatialSort | None:
+        """The parsed ``spatial_sort`` (None: none)."""
+        return self._spatial
+
+    @property
+    def robot_ids(self) -> tuple[str, ...] | None:
+        """The robot ids of ``robots``, ``"self"`` among them unresolved (None: the whole fleet)."""
+        return self._robots
+
+    def _check(self, settings: Settings) -> None:
+        # The order in which problems have always been reported: not the order of the fields.
+        self.query = parse_text("query", self.query, min_chars=0, max_chars=MAX_QUERY_CHARS)
+        # Without n, top_k applies, which the settings keep within max_n.
+        if self.n is not None and self.n > settings.max_n:
+            raise ValidationError(f"n: is {self.n}; the limit is {settings.max_n}")
+        self._check_name("collection")
+        self._check_name("session_id")
+        self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
+        self._spatial = parse_spatial_sort(self.spatial_sort)
+        self._robots = parse_robots(self.robots)
+
+
+class SavePerceptionInput(OperationInput):
+    """Store a sensor reading or trajectory."""
+
+    description: str = Field(
+        description="What was perceived: 5 to max_description_chars (default 2000) characters after trimming."
+    )
+    perception_type: PerceptionType = Field(default="visual")
+    data: Any = Field(
+        default=None,
+        description="Payload: a string or any JSON value (at most max_data_bytes, default 4 MiB).",
+    )
+    metadata: Any = Field(
+        default=None,
+        description="Extra JSON about the payload (at most max_metadata_bytes, default 64 KiB).",
+    )
+    collection: str | None = None
+    session_id: str | None = None
+    __slots__ = ("_data_json", "_metadata_json")
+
+    @property
+    def data_json(self) -> str | None:
+        """``data`` as compact JSON text (a text that is not JSON is stored as a JSON string)."""
+        return self._data_json
+
+    @property
+    def metadata_json(self) -> str | None:
+        """``metadata`` as compact JSON text."""
+        return self._metadata_json
+
+    def _check(self, settings: Settings) -> None:
+        self.description = parse_text(
+            "description", self.description, min_chars=5, max_chars=settings.max_description_chars
+        )
+        _, self._data_json = parse_payload("data", self.data, settings.max_data_bytes)
+        _, self._metadata_json = parse_payload("metadata", self.metadata, settings.max_metadata_bytes)
+        self._check_name("collection")
+        self._check_name("session_id")
+
+
+class MemoryIdInput(OperationInput):
+    """Read one memory in any status."""
+
+    memory_id: int = Field(
+        ge=1,
+        le=MAX_MEMORY_ID,
+        description="Id of the memory, as returned by learn, save_perception or recall.",
+    )
+
+
+class ForgetInput(MemoryIdInput):
+    """Mark a memory as wrong so recall stops returning it."""
+
+    reason: str = Field(description="Why the memory is wrong.", max_length=10_000)
+
+    def _check(self, settings: Settings) -> None:
+        self.reason = parse_text("reason", self.reason, max_chars=1000)
+
+
+class UpdateInput(MemoryIdInput):
+    """Correct the text (and optionally the context) of a memory."""
+
+    new_content: str = Field(
+        description="The corrected text: 1 to max_insight_chars (default 300) characters after trimming."
+    )
+    context: JsonObjectOrText = Field(default=None, description="Replaces the stored context when given.")
+    __slots__ = ("_context",)
+
+    @property
+    def context_object(self) -> dict[str, Any] | None:
+        """The new context as an object; None keeps the stored one."""
+        return self._context
+
+    def _check(self, settings: Settings) -> None:
+        self.new_content = parse_text("new_content", self.new_content, max_chars=settings.max_insight_chars)
+        self._context = (
+            None
+            if self.context is None
+            else parse_json_object("context", self.context, settings.max_context_bytes)
+        )
+
+
+class StartSessionInput(OperationInput):
+    """Begin an episode."""
+
+    context: JsonObjectOrText = None
+    collection: str | None = None
+    __slots__ = ("_context",)
+
+    @property
+    def context_object(self) -> dict[str, Any]:
+        """The episode's context as an object (``{}`` when none was given)."""
+        return self._context
+
+    def _check(self, settings: Settings) -> None:
+        self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._check_name("collection")
+
+
+class EndSessionInput(OperationInput):
+    """End an episode: summarise, consolidate, decay, and return related memories."""
+
+    session_id: str = Field(min_length=1)
+    outcome_score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="How well the episode went, 0..1."
+    )
+
+    def _check(self, settings: Settings) -> None:
+        self.session_id = parse_name("session_id", self.session_id)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+InputT = TypeVar("InputT", bound=OperationInput)
+
+
+def validate_input(
+    model: type[ModelT], arguments: Mapping[str, Any], settings: Settings | None = None
+) -> ModelT:
+    """Return ``model`` built from ``arguments``; raises ``ValidationError`` naming each bad field.
+
+    With ``settings``, an ``OperationInput`` is also checked against them (its ``_check``): the one
+    validation of a call.
+    """
+    try:
+        parsed = model.model_validate(arguments if isinstance(arguments, dict) else dict(arguments))
+    except pydantic.ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "input"
+            detail = error["msg"]
+            if error["type"] == "extra_forbidden":
+                allowed = ", ".join(model.model_fields)
+                detail = f"unknown parameter; accepted parameters are {allowed}"
+            elif error["type"] != "missing":
+                detail += f" (got {short_repr(error.get('input'))})"
+            problems.append(f"{field}: {detail}")
+        raise ValidationError("; ".join(problems)) from None
+    if settings is not None and isinstance(parsed, OperationInput):
+        parsed._checked_against(settings)
+    return parsed
+
+
+def validate_items(
+    model: type[InputT], items: Sequence[Mapping[str, Any]], settings: Settings, *, field: str = "items"
+) -> list[InputT]:
+    """Return one checked ``model`` per item, in order; raises ``ValidationError`` naming the first bad
+    item (``items[3].description: ...``) before any later item is looked at."""
+    accepted = tuple(model.model_fields)
+    parsed = []
+    for position, item in enumerate(items):
+        where = f"{field}[{position}]"
+        if not isinstance(item, Mapping):
+            raise ValidationError(f"{where}: expected an object, got {type(item).__name__}")
+        unknown = sorted(set(item) - set(accepted))
+        if unknown:
+            raise ValidationError(
+                f"{where}.{unknown[0]}: unknown field; expected one of {', '.join(accepted)}"
+            )
+        try:
+            parsed.append(validate_input(model, item, settings))
+        except ValidationError as exc:
+            raise ValidationError(f"{where}.{exc.message}") from None
+    return parsed
