@@ -125,3 +125,52 @@ def test_json_examples_in_the_filters_page_are_valid() -> None:
     assert inline, "the page has inline JSON examples"
     for span in inline:
         json.loads(span)  # every inline object example is valid JSON
+
+
+def code_spans(markdown: str) -> set[str]:
+    return set(re.findall(r"`([^`\n]+)`", markdown))
+
+
+def module_for(span: str) -> Path | None:
+    """The file a code span names as a path (``store/shared/rows.py``, ``tests/test_docs.py``), if any."""
+    if not span.endswith(".py") or " " in span:
+        return None
+    for base in (PACKAGE, ROOT):
+        if (base / span).is_file():
+            return base / span
+    if "/" not in span:  # a bare file name, as a table row under its package names it
+        return next(PACKAGE.rglob(span), Path(span))
+    return Path(span)
+
+
+def engine_spans(spans: set[str]) -> set[str]:
+    """``store/<engine>/x.py`` names the file of that part on each engine."""
+    return {s.replace("<engine>", engine) for s in spans for engine in ("sqlite", "postgres")}
+
+
+@pytest.mark.parametrize("page", ["CONTRIBUTING.md", "docs/architecture.md"])
+def test_every_file_the_recipes_and_map_name_exists(page: str) -> None:
+    named = {span: module_for(span) for span in engine_spans(code_spans(read(page)))}
+    missing = sorted(span for span, path in named.items() if path is not None and not path.is_file())
+    assert missing == [], f"{page} names files that do not exist"
+
+
+@pytest.mark.parametrize("page", ["CONTRIBUTING.md", "docs/architecture.md"])
+def test_every_module_attribute_the_recipes_name_exists(page: str) -> None:
+    """A span such as ``rows.row_to_memory`` or ``store/shared/rows.py``'s names: the module part must be
+    a module of the package (named by its last part when that is unique) and hold the attribute."""
+    import importlib
+
+    by_stem: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        dotted = "robotmem." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        by_stem.setdefault(path.stem, []).append(dotted.removesuffix(".__init__"))
+    wrong = []
+    for span in code_spans(read(page)):
+        match = re.fullmatch(r"([a-z_]+)\.([A-Za-z_]+)", span)
+        if match is None or match.group(2) == "py" or len(by_stem.get(match.group(1), [])) != 1:
+            continue
+        module = importlib.import_module(by_stem[match.group(1)][0])
+        if not hasattr(module, match.group(2)):
+            wrong.append(span)
+    assert sorted(wrong) == [], f"{page} names attributes its modules do not have"
