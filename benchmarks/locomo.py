@@ -215,6 +215,7 @@ def dump_rows(
 
 def run_storing(
     conversations: Sequence[Conversation],
+    asked: set[str],
     configs: Sequence[Config],
     embedder: CachedPassages,
     *,
@@ -223,9 +224,9 @@ def run_storing(
     log: Callable[[str], None],
     dump: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
-    """Store the conversations one way, run every configuration, and score it."""
+    """Store the conversations one way, run the questions of ``asked`` under every configuration, score them."""
     name = "sessions" if sessions else "plain"
-    questions = [q for c in conversations for q in c.questions]
+    questions = [q for c in conversations if c.sample_id in asked for q in c.questions]
     by_id = {c.sample_id: c for c in conversations}
     with tempfile.TemporaryDirectory(prefix="robotmem-locomo-") as home:
         base = Settings(embed_backend="auto", home=Path(home), db_path=Path(home) / f"{name}.db")
@@ -398,18 +399,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     configs = [parse_spec(spec) for spec in args.compare]
     if len({c.label for c in configs}) != len(configs):
         parser.error("--compare: every configuration must differ")
-    conversations = choose(load_conversations(args.data), args.split)
+    # Every conversation is stored whatever the split (BM25 weighs words over the whole file, so the
+    # memories stored change the scores); the split chooses the questions.
+    conversations = load_conversations(args.data)
+    asked = {c.sample_id for c in choose(conversations, args.split)}
     parts = ["tune", "check", "all"] if args.split == "all" else [args.split]
     base = create_embedder(Settings(embed_backend="auto"))
     embedder = CachedPassages(
         base, CACHE / f"locomo-passages-{base.model_id}.npz", cache_queries=args.cached_queries
     )
     embedder.prime(turn.memory_text for conv in conversations for turn in conv.turns)
+    if args.cached_queries:
+        embedder.prime_queries(q.text for conv in conversations for q in conv.questions)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     dump: list[dict[str, Any]] | None = [] if args.misses else None
     storings = [False, True] if args.both else [args.sessions]
     results = [
-        run_storing(conversations, configs, embedder, sessions=s, parts=parts, log=log, dump=dump)
+        run_storing(conversations, asked, configs, embedder, sessions=s, parts=parts, log=log, dump=dump)
         for s in storings
     ]
     labelled = None if args.no_labelled else run_labelled(configs, log)
