@@ -12,8 +12,10 @@ from robotmem import ValidationError
 from robotmem.config import Settings, load_settings
 from robotmem.query.ranking import (
     add_episode_scores,
+    add_share_of_best,
     fuse_rrf,
     fuse_scores,
+    group_in_order,
     normalize_scores,
     shift_along_episodes,
     spread_to_neighbours,
@@ -169,3 +171,39 @@ def test_episode_structure_spreads_to_neighbours_and_adds_the_episode_best() -> 
     assert shift_along_episodes({2: 1.0}, episodes, share=0.5, direction=0) == {2: 1.0}
     raised = add_episode_scores({1: 0.2, 2: 1.0, 8: 0.4, 9: 0.3}, episodes, share=0.1)
     assert raised == pytest.approx({1: 0.3, 2: 1.1, 8: 0.44, 9: 0.3})
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from(["a", "b", 3, 4.5])), max_size=40))
+def test_grouping_by_value_keeps_the_order_within_each_group(members: list[tuple[int, object]]) -> None:
+    groups = group_in_order(members)
+    first_key: dict[int, object] = {}
+    for memory_id, key in members:
+        first_key.setdefault(memory_id, key)
+    assert sorted(m for group in groups for m in group) == sorted(first_key)  # each id once
+    for group in groups:
+        assert len({first_key[m] for m in group}) == 1  # one key per group
+        order = [m for m, key in members if m in group and first_key[m] == key]
+        assert group == list(dict.fromkeys(order))  # in the order given
+    assert [min(g) for g in groups] == sorted(min(g) for g in groups)  # groups by smallest id
+
+
+def test_grouping_makes_the_episodes_of_a_log_stored_without_sessions() -> None:
+    log = [(10, 1), (11, 1), (12, 2), (13, 1), (14, 2)]
+    assert group_in_order(log) == [[10, 11, 13], [12, 14]]
+    assert group_in_order([]) == []
+
+
+@given(
+    st.dictionaries(st.integers(0, 30), st.floats(0.001, 100), max_size=20),
+    st.sets(st.integers(0, 40), max_size=10),
+    st.floats(0, 2),
+)
+def test_a_share_of_the_best_score_goes_to_the_chosen_scored_memories_only(
+    scores: dict[int, float], chosen: set[int], share: float
+) -> None:
+    raised = add_share_of_best(scores, chosen, share)
+    assert set(raised) == set(scores)  # nobody joins
+    best = max(scores.values(), default=0.0)
+    for memory_id, score in scores.items():
+        gain = share * best if memory_id in chosen else 0.0
+        assert raised[memory_id] == pytest.approx(score + gain)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.errors import ValidationError
+from robotmem.records import Memory
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,14 +40,23 @@ class RecallSettings:
     fusion: str = "minmax"
     rrf_k: int = 1  # chosen on the evaluation set (docs/benchmarks.md): 0.76 recall@5 against 0.61 at 60
     bm25_weight: float = 1.0
-    vector_weight: float = 1.0
+    # 0.5 and a coverage of 0.1: chosen on LoCoMo's tuning conversations, confirmed on its checking ones
+    # and on both labelled sets' recall@5 (docs/benchmarks.md, "LoCoMo development half").
+    vector_weight: float = 0.5
     candidate_depth: int = 50  # candidates each channel gives (at least n)
     # In hybrid recall, a BM25 match must cover this share of the query's IDF mass (docs/benchmarks.md).
-    bm25_min_coverage: float = 0.3
+    bm25_min_coverage: float = 0.1
     bm25_k1: float = 0.6  # BM25 term-frequency saturation (FTS5's own bm25() uses 1.2)
     bm25_b: float = 0.1  # BM25 length normalisation (FTS5: 0.75); short lessons want little
     query_stopwords: str = "basic"  # basic | extended: words dropped from the BM25 query
     neighbour_share: float = 0.25  # a memory gains this share of its episode neighbours' scores
+    neighbour_span: int = 1  # how many places before and after a memory in its episode count as neighbours
+    # A context path whose value groups the memories learned without a session into episodes (e.g.
+    # "session" for a conversation stored turn by turn); "" = only sessions are episodes.
+    episode_field: str = ""
+    # A query naming a day or a month ("on 14 March, 2024", "in May 2024"): candidates dated within it
+    # (their context's "date", else created_at) gain this share of the best score.
+    date_boost: float = 1.0
     episode_share: float = 0.1  # a memory gains this share of its episode's best score
     context_boost: float = 1.0  # gain (× best score × rarity) for carrying context values the query names
     # A query asking for the step after (before) the one it describes: this share of each memory's score
@@ -147,6 +157,8 @@ SETTING_KEYS = tuple(
     key for f in dataclasses.fields(Settings) for key in (_RECALL_KEYS if f.name == "recall" else (f.name,))
 )
 _DEFAULTS = Settings()
+# A memory's own fields, which a context path may not name (a filter would read the record instead).
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(Memory))
 
 
 def setting_value(settings: Settings, key: str) -> Any:
@@ -234,6 +246,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "context_boost": (0.0, 1.0, "0..1"),
     "direction_share": (0.0, 1.0, "0..1"),
     "episode_vector_weight": (0.0, 1000.0, "0..1000"),
+    "date_boost": (0.0, 10.0, "0..10"),
 }
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "embed_dim": (0, 65536),
@@ -253,6 +266,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "web_connection_limit": (1, 100_000),
     "web_channel_timeout_s": (1, 86_400),
     "rerank_depth": (1, 100),
+    "neighbour_span": (1, 10),
 }
 _URL_SETTINGS = ("ollama_url", "openai_base_url")
 _OPTIONAL_URL_SETTINGS = ("rerank_url",)  # empty = off
@@ -339,6 +353,12 @@ def _checked(settings: Settings) -> Settings:
         raise _out_of_range("embed_backend", settings.embed_backend, f"one of {', '.join(EMBED_BACKENDS)}")
     if settings.recall.fusion not in FUSION_METHODS:
         raise _out_of_range("fusion", settings.recall.fusion, f"one of {', '.join(FUSION_METHODS)}")
+    if settings.recall.episode_field and not _is_context_path(settings.recall.episode_field):
+        raise _out_of_range(
+            "episode_field",
+            settings.recall.episode_field,
+            "empty, or a dot-separated context path such as session or task.episode (not a record field)",
+        )
     if settings.recall.query_stopwords not in ("basic", "extended"):
         raise _out_of_range("query_stopwords", settings.recall.query_stopwords, "basic or extended")
     if not 1 <= settings.top_k <= settings.max_n:
@@ -360,6 +380,14 @@ def _checked(settings: Settings) -> Settings:
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise _out_of_range("log_level", settings.log_level, "one of DEBUG INFO WARNING ERROR CRITICAL")
     return settings
+
+
+def _is_context_path(path: str) -> bool:
+    """Whether ``path`` names a key of a memory's context: dot-separated keys without quotes or surrounding
+    spaces, neither a record field (``id``, ``session_id``, ``created_at``, ...) nor under ``context.``."""
+    keys = path.split(".")
+    plain = all(key and key.isprintable() and '"' not in key and key.strip() == key for key in keys)
+    return plain and not (len(keys) == 1 and keys[0] in _RECORD_FIELDS) and keys[0] != "context"
 
 
 def load_settings(env: Mapping[str, str], path: Path | None = None) -> Settings:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 
 def fuse_rrf(
@@ -154,4 +154,29 @@ def add_episode_scores(
         for memory_id in members:
             if memory_id in out:
                 out[memory_id] += share * best
+    return out
+
+
+def group_in_order(members: Sequence[tuple[int, Hashable]]) -> list[list[int]]:
+    """Return the ids of ``members`` (id, key) grouped by key, each group in the order given, groups in
+    order of their smallest id (as ``CandidateSource.episodes`` orders sessions). An id listed twice
+    counts once, under its first key."""
+    groups: dict[Hashable, list[int]] = {}
+    seen: set[int] = set()
+    for memory_id, key in members:
+        if memory_id not in seen:
+            seen.add(memory_id)
+            groups.setdefault(key, []).append(memory_id)
+    return sorted(groups.values(), key=min)
+
+
+def add_share_of_best(scores: Mapping[int, float], chosen: Collection[int], share: float) -> dict[int, float]:
+    """Return ``scores`` where each scored memory of ``chosen`` gains ``share`` × the best score."""
+    out = dict(scores)
+    if share <= 0 or not scores:
+        return out
+    gain = share * max(scores.values())
+    for memory_id in chosen:
+        if memory_id in out:
+            out[memory_id] += gain
     return out

@@ -2,7 +2,7 @@
 
     scope (collection, confidence, session, robots, filter) ─→ the store's CandidateSource
     query ─→ text channel (BM25) ─┐
-          └→ vector channel ──────┴→ fusion → episode structure → named values (scoring)
+          └→ vector channel ──────┴→ fusion → episode structure → named dates → named values (scoring)
                                     → real-world boost → own-robot boost
     spatial_sort ─→ nearest relevant memories join the pool (relevance) ─→ order (distance | relevance |
     time) → top n → normalise

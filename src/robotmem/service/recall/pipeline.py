@@ -1,7 +1,7 @@
 """The recall pipeline: from a plan to ranked hits on one snapshot, one named step after another.
 
     channels   the query's words and vector ranked over the scope (``CandidateSource.ranked``)
-    score      fusion, episode structure, named values (``scoring``)
+    score      fusion, episode structure, named dates, named values (``scoring``)
     pool       the scored candidates, and the nearest memories when ordering by distance
                (with a query: only the relevant ones, ``relevance``)
     boost      real-world and own-robot factors
@@ -19,6 +19,7 @@ from robotmem.config import RecallSettings
 from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
+from robotmem.service.recall.grouping import ContextReader
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.relevance import RelevanceGate, nearest_relevant
 from robotmem.service.recall.scoring import bm25_words, score_candidates
@@ -82,7 +83,10 @@ def run_on(
 ) -> RecallOutcome:
     """``run`` over a given candidate source (tests compare the sources of one store this way)."""
     channels = ranked_channels(source, plan, settings, vector)
-    fused = score_candidates(source, plan.query, channels.ranked, settings, plan.n) if plan.query else {}
+    reader = ContextReader(tx, plan.scope)
+    fused = (
+        score_candidates(source, plan.query, channels.ranked, settings, plan.n, reader) if plan.query else {}
+    )
     pool, near = candidate_pool(source, tx, plan, channels, fused)
     # Time order needs every pooled memory's record; ranking by relevance only the chosen few's.
     needs_records = plan.order == "time" or not plan.query

@@ -1,4 +1,5 @@
-"""From the channels' scored candidates to one score per memory: fusion, episode structure, named values.
+"""From the channels' scored candidates to one score per memory: fusion, episode structure, named dates,
+named values.
 
     text (BM25) ─┐
     vector ──────┴→ fuse: RRF on ranks, or z-score / min-max normalised scores, weighted per channel
@@ -7,6 +8,10 @@
                                        (predecessor) in its episode;
                                        + neighbour_share × the scores of the memory's session neighbours
                                        + episode_share × the best score in the memory's session
+                                       (episodes: sessions, and with episode_field the memories without
+                                       one that share that context value, ``grouping``)
+                  → named dates: + date_boost × best for memories dated within a day or month the
+                                 query names (``text.dates``)
                   → named values: + context_boost × best × the rarity of the context values the query
                                     names that the memory carries (robot, object, place, date, ...);
                                     memories named only by their context join
@@ -24,12 +29,15 @@ import re
 from robotmem.config import RecallSettings
 from robotmem.query.ranking import (
     add_episode_scores,
+    add_share_of_best,
     fuse_rrf,
     fuse_scores,
     shift_along_episodes,
     spread_to_neighbours,
 )
+from robotmem.service.recall.grouping import ContextReader, context_episodes, memory_dates
 from robotmem.store.protocol import CandidateSource, NamedValues, Ranked
+from robotmem.text.dates import matches_any, named_spans
 from robotmem.text.naming import value_candidates
 from robotmem.text.tokens import STOPWORDS, query_tokens
 
@@ -217,7 +225,12 @@ def leaders(scores: dict[int, float], count: int) -> list[int]:
 
 
 def add_structure(
-    source: CandidateSource, scores: dict[int, float], query: str, knobs: RecallSettings, count: int
+    source: CandidateSource,
+    scores: dict[int, float],
+    query: str,
+    knobs: RecallSettings,
+    count: int,
+    reader: ContextReader | None = None,
 ) -> dict[int, float]:
     """Return ``scores`` raised by episode structure around the ``count`` best candidates.
 
@@ -225,18 +238,49 @@ def add_structure(
     ``direction_share`` of its score to the next (previous) memory of its episode. Then the best
     candidates' neighbours gain a share of their scores (and join when new: the source only names
     memories that pass the scope); every scored memory of their sessions gains a share of the session's
-    best score.
+    best score. With ``episode_field`` and a ``reader``, the memories without a session that share a
+    context value are episodes too (``episodes_of``).
     """
     direction = step_direction(query) if knobs.direction_share > 0 else 0
     if not scores or (knobs.neighbour_share <= 0 and knobs.episode_share <= 0 and direction == 0):
         return scores
     top = leaders(scores, count)
-    episodes = source.episodes(top)
+    episodes = episodes_of(source, top, knobs, reader)
     raised = scores
     if direction != 0:
         raised = shift_along_episodes(raised, episodes, knobs.direction_share, direction, sources=set(top))
-    raised = spread_to_neighbours(raised, episodes, knobs.neighbour_share, sources=set(top))
+    raised = spread_to_neighbours(
+        raised, episodes, knobs.neighbour_share, knobs.neighbour_span, sources=set(top)
+    )
     return add_episode_scores(raised, episodes, knobs.episode_share) if knobs.episode_share > 0 else raised
+
+
+def episodes_of(
+    source: CandidateSource, top: list[int], knobs: RecallSettings, reader: ContextReader | None
+) -> list[list[int]]:
+    """Return the episodes of the ``top`` candidates: their sessions, and with ``episode_field`` set, the
+    context-value episodes of those that have none."""
+    episodes = source.episodes(top)
+    if not knobs.episode_field or reader is None:
+        return episodes
+    held = {m for members in episodes for m in members}
+    return episodes + context_episodes(reader, knobs.episode_field, [m for m in top if m not in held])
+
+
+def add_named_dates(
+    scores: dict[int, float], query: str, knobs: RecallSettings, reader: ContextReader | None
+) -> dict[int, float]:
+    """Return ``scores`` where the candidates dated within a day or month the query names gain
+    ``date_boost`` × the best score; a memory's date is its context's ``date``, else its ``created_at``."""
+    if knobs.date_boost <= 0 or reader is None or not scores:
+        return scores
+    spans = named_spans(query)
+    if not spans:
+        return scores
+    dated = memory_dates(reader, list(scores))
+    return add_share_of_best(
+        scores, [m for m, day in dated.items() if matches_any(spans, day)], knobs.date_boost
+    )
 
 
 def value_weights(found: NamedValues) -> dict[str, float]:
@@ -274,12 +318,20 @@ def add_named_values(
 
 
 def score_candidates(
-    source: CandidateSource, query: str, ranked: Ranked, knobs: RecallSettings, n: int = 0
+    source: CandidateSource,
+    query: str,
+    ranked: Ranked,
+    knobs: RecallSettings,
+    n: int = 0,
+    reader: ContextReader | None = None,
 ) -> dict[int, float]:
-    """Return id → score of every candidate: fused channels, then episode structure, then named values.
+    """Return id → score of every candidate: fused channels, then episode structure, named dates, then
+    named values. ``reader`` gives the steps that read records (``episode_field``, ``date_boost``) the
+    recall's transaction; without it they do not run.
 
     Structure and named values look at the best ``STRUCTURE_DEPTH`` candidates only (and at least ``n``).
     """
     count = max(STRUCTURE_DEPTH, n)
-    raised = add_structure(source, fuse(ranked, knobs), query, knobs, count)
-    return add_named_values(source, raised, query, knobs, count)
+    raised = add_structure(source, fuse(ranked, knobs), query, knobs, count, reader)
+    dated = add_named_dates(raised, query, knobs, reader)
+    return add_named_values(source, dated, query, knobs, count)
