@@ -213,11 +213,6 @@ class SharedBrowse(ABC):
         )
         return page, total
 
-    def session_row(self, session_id: str) -> SessionRow | None:
-        """Return the session with its counts, or None when there is no such session."""
-        found = self._session_rows(f"s.id = {self._mark('id')}", {"id": session_id}, "")
-        return found[0] if found else None
-
     def session_memory_ids(self, session_id: str) -> list[int]:
         """Return the ids of every memory of the session (any status) in time order."""
         rows = self._conn.execute(
