@@ -116,6 +116,9 @@ class ListSessionsInput(_CollectionInput):
     """Filters and page of the session list."""
 
     status: Literal["active", "ended"] | None = Field(default=None, description="active or ended.")
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
+    offset: int = Field(default=0, ge=0, le=10**9, description="Sessions to skip.")
+    order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
     robot: str | None = Field(default=None, min_length=1, max_length=200, description="The session's robot.")
     task: str | None = Field(default=None, min_length=1, max_length=200, description="The session's task.")
     outcome: Literal["success", "failure", "unknown"] | None = Field(
@@ -127,9 +130,6 @@ class ListSessionsInput(_CollectionInput):
         le=1.0,
         description="An outcome_score (or, without one, a success rate) below this is a failure.",
     )
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
-    offset: int = Field(default=0, ge=0, le=10**9, description="Sessions to skip.")
-    order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
 
 
 class RecentFailuresInput(_CollectionInput):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
@@ -39,16 +40,23 @@ _SPATIAL_FIELD = r"^spatial\.[^.\"\\\[\]]+$"
 _PARAM_FIELD = r"^params\.[^.\"\\\[\]]+$"
 
 
-class _ViewInput(OperationInput):
-    """The memories a view covers: one collection (every one when omitted), a time window."""
+# The memories a view covers: one collection (every one when omitted), a time window. Each view's model
+# declares them in the order of its ``RobotMemory`` method's parameters.
+ViewCollection = Annotated[str | None, Field(min_length=1, max_length=200, description="Collection name.")]
+Since = Annotated[
+    datetime | None, Field(description="Memories created at or after (ISO 8601; UTC if naive).")
+]
+Until = Annotated[datetime | None, Field(description="Memories created before (ISO 8601; UTC if naive).")]
 
-    collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
-    since: datetime | None = Field(
-        default=None, description="Memories created at or after (ISO 8601; UTC if naive)."
-    )
-    until: datetime | None = Field(
-        default=None, description="Memories created before (ISO 8601; UTC if naive)."
-    )
+
+class _ViewInput(OperationInput):
+    """A view of the memories in one collection (every one when omitted) and a time window: the fields
+    ``collection``, ``since`` and ``until`` each view declares."""
+
+    if TYPE_CHECKING:  # declared by each view, in its method's order
+        collection: str | None
+        since: datetime | None
+        until: datetime | None
     __slots__ = ("_scope",)
 
     @property
@@ -74,11 +82,18 @@ class MapInput(_ViewInput):
         pattern=_SPATIAL_FIELD,
         description="spatial.<key> holding a coordinate list; default: the one most memories carry.",
     )
+    collection: ViewCollection = None
+    since: Since = None
+    until: Until = None
     limit: int = Field(default=5000, ge=1, le=MAX_POINTS, description="Newest memories to plot.")
 
 
 class ParamFieldsInput(_ViewInput):
     """Which memories the parameter list covers."""
+
+    collection: ViewCollection = None
+    since: Since = None
+    until: Until = None
 
 
 class ParamOutcomeInput(_ViewInput):
@@ -88,6 +103,9 @@ class ParamOutcomeInput(_ViewInput):
     y: str | None = Field(
         default=None, min_length=8, max_length=200, pattern=_PARAM_FIELD, description="params.<key> on y."
     )
+    collection: ViewCollection = None
+    since: Since = None
+    until: Until = None
     x_unit: str | None = Field(default=None, max_length=50, description="Unit of x; default: the most used.")
     y_unit: str | None = Field(default=None, max_length=50, description="Unit of y; default: the most used.")
     bins: int | None = Field(default=None, ge=1, le=MAX_BINS, description="Bins on x; default: chosen.")
