@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import sys
 from collections.abc import Sequence
 
 from robotmem.records import RateBin, RateCell
@@ -59,14 +60,36 @@ def bin_edges(
 
     ``bins`` is the most bins wanted; without it about ``default_bins(count, grid)``, which a round width
     may exceed by one. Bin i holds ``edges[i] <= v < edges[i + 1]``; the last bin also holds its upper
-    edge. A single value gets one bin of a round width around it.
+    edge. A single value gets one bin of a round width around it. A range too narrow for floats to
+    hold round widths in (next to zero, or far from it) gets one bin holding it.
     """
     if not (math.isfinite(lowest) and math.isfinite(highest)) or lowest > highest:
         raise ValueError(f"bin_edges: no range {lowest}..{highest}")
     wanted = bins if bins is not None else default_bins(count, grid)
     if highest == lowest:
         width = 10.0 ** math.floor(math.log10(abs(lowest))) if lowest else 1.0
-        return [_tidy(lowest - width / 2), _tidy(lowest + width / 2)]
+        edges = [_tidy(lowest - width / 2), _tidy(lowest + width / 2)]
+    elif (highest - lowest) / wanted < sys.float_info.min:
+        edges = []
+    else:
+        edges = _round_edges(lowest, highest, bins, wanted)
+    if _covers(edges, lowest, highest):
+        return edges
+    return [lowest, math.nextafter(highest, math.inf)]
+
+
+def _covers(edges: Sequence[float], lowest: float, highest: float) -> bool:
+    """Whether ``edges`` are finite, strictly ascending and cover ``lowest..highest``."""
+    return (
+        len(edges) >= 2
+        and all(math.isfinite(edge) for edge in edges)
+        and all(a < b for a, b in zip(edges, edges[1:], strict=False))
+        and edges[0] <= lowest
+        and highest <= edges[-1]
+    )
+
+
+def _round_edges(lowest: float, highest: float, bins: int | None, wanted: int) -> list[float]:
     step = _nice_step(highest - lowest, wanted)
     start = math.floor(lowest / step) * step
     count = max(1, math.floor((highest - start) / step) + 1)
