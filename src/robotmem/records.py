@@ -219,3 +219,102 @@ def export_entries(
             "perception": perception.get(memory_id),
             "vector": vectors.get(memory_id),
         }
+
+
+# ---- the web UI's views: map, parameters against outcome, episodes -------------------------------------
+
+# The time a view's window bounds. Only ``created_at`` is stored now; a time of observation can join it.
+VIEW_TIME_FIELDS = ("created_at",)
+OUTCOMES = ("success", "failure", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class ViewScope:
+    """The active memories a view covers: one collection (every one when None), ``since <= time < until``.
+
+    ``time_field`` names the memory's time the window bounds (one of ``VIEW_TIME_FIELDS``).
+    """
+
+    collection: str | None = None
+    since: str | None = None
+    until: str | None = None
+    time_field: str = "created_at"
+
+
+@dataclass(frozen=True, slots=True)
+class MapPoint:
+    """A memory at a position: the coordinate list stored at one ``spatial.<key>``."""
+
+    memory_id: int
+    type: str
+    content: str
+    coordinates: list[Any]
+    success: bool | None
+    time: str
+    session_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ParamValue:
+    """A numeric parameter of one memory (``params.<key>`` as a number or ``{"value", "unit"}``)."""
+
+    memory_id: int
+    value: float
+    unit: str | None
+    success: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeQuery:
+    """Which sessions an episode list shows; ``outcome`` follows the rule of ``EpisodeRow.outcome``."""
+
+    collection: str | None = None
+    status: str | None = None
+    robot: str | None = None
+    task: str | None = None
+    outcome: str | None = None
+    session_id: str | None = None
+    threshold: float = 0.5
+    newest_first: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeRow:
+    """A session with its counts, robot, task and outcome.
+
+    ``robot``: the session context's ``robot.id``, else ``robot`` when it is text, else ``robot_id``, else
+    the ``robot_id`` of its memories (the least, when they differ). ``task``: ``task.name``, else ``task``
+    when it is text. ``outcome``: with an ``outcome_score``, ``failure`` below the threshold and
+    ``success`` otherwise; without one, the same test on the success rate of its judged memories
+    (``task.success`` true or false); ``unknown`` when it has neither.
+    """
+
+    row: SessionRow
+    robot: str | None
+    task: str | None
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class RateBin:
+    """A bin of a parameter (``lo <= value < hi``): memories, successes, success rate and its 95 % Wilson
+    interval (``rate``, ``low``, ``high`` are None when the bin is empty)."""
+
+    lo: float
+    hi: float
+    count: int
+    successes: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RateCell:
+    """A non-empty cell of the grid of two parameters' bins, with its memories and success rate."""
+
+    x_bin: int
+    y_bin: int
+    count: int
+    successes: int
+    rate: float

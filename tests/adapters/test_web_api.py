@@ -115,6 +115,16 @@ def test_every_browse_endpoint_answers_what_the_python_api_returns(memory: Robot
          lambda: memory.recent_failures(limit=1, max_outcome=0.95)),
         ("/api/spatial", {"field": "spatial.object_position"},
          lambda: memory.spatial_points("spatial.object_position")),
+        ("/api/sessions", {"robot": "arm-01", "outcome": "failure", "threshold": 0.2},
+         lambda: memory.list_sessions(robot="arm-01", outcome="failure", threshold=0.2)),
+        ("/api/episode-facets", {}, memory.episode_facets),
+        ("/api/map", {}, memory.map_view),
+        ("/api/map", {"field": "spatial.object_position", "since": "2026-01-01T12:00:00", "limit": 1},
+         lambda: memory.map_view("spatial.object_position", since="2026-01-01T12:00:00", limit=1)),
+        ("/api/params", {}, memory.param_fields),
+        ("/api/params/outcome", {"x": "params.grip_force", "bins": 3},
+         lambda: memory.param_outcome("params.grip_force", bins=3)),
+        ("/api/server", {}, lambda: {"token_required": False}),
     ]  # fmt: skip
     with running(create_app(memory)) as client:
         for path, params, call in pairs:
@@ -135,6 +145,12 @@ def test_listing_parameters_are_checked_with_the_field_named(client: httpx.Clien
         ("/api/memories", {"perception_type": "smell"}, "perception_type"),
         ("/api/sessions", {"order": "sideways"}, "order"),
         ("/api/spatial", {"field": "position"}, "field"),
+        ("/api/sessions", {"outcome": "partial"}, "outcome"),
+        ("/api/sessions", {"threshold": 2}, "threshold"),
+        ("/api/map", {"field": "params.grip_force"}, "field"),
+        ("/api/map", {"since": "2026-02-01", "until": "2026-01-01"}, "since"),
+        ("/api/params/outcome", {}, "x"),
+        ("/api/params/outcome", {"x": "params.grip_force", "bins": 101}, "bins"),
     ):
         assert field in error_of(client.get(path, params=params), 400, "invalid_input"), (path, params)
 
@@ -332,6 +348,7 @@ def test_token_is_required_for_every_write_when_configured(memory: RobotMemory) 
             )
         )
         ok(client.get("/api/stats"))
+        assert ok(client.get("/api/server")) == {"token_required": True}
 
 
 def test_untrusted_host_header_is_refused(memory: RobotMemory) -> None:

@@ -25,11 +25,13 @@ from robotmem.formats.inputs import (
 from robotmem.service.browse import (
     CategoriesInput,
     CollectionInput,
+    EpisodeFacetsInput,
     ListMemoriesInput,
     ListSessionsInput,
     RecentFailuresInput,
     SpatialPointsInput,
 )
+from robotmem.service.charts import MapInput, ParamFieldsInput, ParamOutcomeInput
 from robotmem.service.operations import OPERATIONS
 
 METHODS: dict[str, type[OperationInput]] = {
@@ -47,6 +49,10 @@ METHODS: dict[str, type[OperationInput]] = {
     "categories": CategoriesInput,
     "recent_failures": RecentFailuresInput,
     "spatial_points": SpatialPointsInput,
+    "episode_facets": EpisodeFacetsInput,
+    "map_view": MapInput,
+    "param_fields": ParamFieldsInput,
+    "param_outcome": ParamOutcomeInput,
 }
 
 

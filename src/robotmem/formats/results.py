@@ -232,6 +232,32 @@ class ListedSession(SessionRecord):
     success_rate: float | None
 
 
+class ListedEpisode(ListedSession):
+    """A session as the episode list shows it: robot, task, outcome and duration besides the counts."""
+
+    robot: str | None
+    task: str | None
+    outcome: str  # success, failure or unknown (records.EpisodeRow)
+    duration_s: float | None  # ended_at - created_at; None while the session runs
+
+
+class RobotCount(TypedDict):
+    robot: str
+    sessions: int
+
+
+class TaskCount(TypedDict):
+    task: str
+    sessions: int
+
+
+class EpisodeFacets(TypedDict):
+    """The robots and tasks sessions name, most sessions first."""
+
+    robots: list[RobotCount]
+    tasks: list[TaskCount]
+
+
 class MemoryPage(TypedDict):
     memories: list[ListedMemory]
     total: int
@@ -240,14 +266,14 @@ class MemoryPage(TypedDict):
 
 
 class SessionPage(TypedDict):
-    sessions: list[ListedSession]
+    sessions: list[ListedEpisode]
     total: int
     limit: int
     offset: int
 
 
 class SessionTimeline(TypedDict):
-    session: ListedSession
+    session: ListedEpisode
     memories: list[ListedMemory]
     total: int
 
@@ -274,7 +300,7 @@ class CategoriesResult(TypedDict):
 
 
 class FailuresResult(TypedDict):
-    sessions: list[ListedSession]
+    sessions: list[ListedEpisode]
     memories: list[ListedMemory]
 
 
@@ -288,6 +314,105 @@ class SpatialPoint(TypedDict):
 class SpatialPointsResult(TypedDict):
     field: str
     points: list[SpatialPoint]
+
+
+class FieldCount(TypedDict):
+    field: str
+    memories: int
+
+
+class MapPointRecord(TypedDict):
+    memory_id: int
+    type: str
+    content: str
+    coordinates: list[Any]
+    success: bool | None
+    time: str
+    session_id: str | None
+
+
+class MapResult(TypedDict):
+    """Positions at one spatial field; ``frame``/``frames`` and ``layers`` leave room for frames and objects."""
+
+    field: str | None
+    fields: list[FieldCount]
+    frame: str | None
+    frames: list[str]
+    layers: list[str]
+    time_field: str
+    since: str | None
+    until: str | None
+    points: list[MapPointRecord]
+    total: int
+    limit: int
+
+
+class ParamField(TypedDict):
+    field: str
+    unit: str | None
+    memories: int
+    units: dict[str, int]  # memories per unit ("" for none), when they differ
+
+
+class ParamFieldsResult(TypedDict):
+    fields: list[ParamField]
+
+
+class Axis(TypedDict):
+    field: str
+    unit: str | None
+    min: float | None
+    max: float | None
+    edges: list[float]
+
+
+class Bin(TypedDict):
+    """One bin of a parameter: its range, count, successes, success rate and 95 % Wilson interval."""
+
+    lo: float
+    hi: float
+    count: int
+    successes: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+class Cell(TypedDict):
+    """One non-empty cell of the grid of two parameters' bins."""
+
+    x_bin: int
+    y_bin: int
+    count: int
+    successes: int
+    rate: float
+
+
+class ParamPoint(TypedDict):
+    memory_id: int
+    x: float
+    y: float | None
+    success: bool
+
+
+class LeftOut(TypedDict):
+    no_outcome: int
+    other_unit: int
+    no_y: int
+
+
+class ParamOutcomeResult(TypedDict):
+    x: Axis
+    y: Axis | None
+    success: str
+    interval: str
+    judged: int
+    successes: int
+    left_out: LeftOut
+    bins: list[Bin]
+    cells: list[Cell]
+    points: list[ParamPoint]
+    points_total: int
 
 
 class MemoryCounts(TypedDict):

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from robotmem.formats.results import (
     AutoInferred,
+    Axis,
     BackfillResult,
     BackupResult,
+    Bin,
     CategoriesResult,
     CategoryCount,
+    Cell,
     CollectionsResult,
     CollectionSummary,
     ConsolidationReport,
@@ -20,6 +24,7 @@ from robotmem.formats.results import (
     EmbedderStatus,
     EmbeddingStatus,
     EndSessionResult,
+    EpisodeFacets,
     ExportResult,
     FailuresResult,
     ForgetResult,
@@ -27,11 +32,16 @@ from robotmem.formats.results import (
     IntegrityCheck,
     IntegrityResult,
     LearnResult,
+    ListedEpisode,
     ListedMemory,
     ListedSession,
+    MapResult,
     MemoryDetail,
     MemoryPage,
     MemoryRecord,
+    ParamField,
+    ParamFieldsResult,
+    ParamOutcomeResult,
     PerceptionResult,
     RecallHit,
     RecallResult,
@@ -52,13 +62,19 @@ from robotmem.formats.results import (
 )
 from robotmem.records import (
     SECTIONS,
+    EpisodeRow,
     Hit,
     IndexHealth,
     IntegrityReport,
+    MapPoint,
     Memory,
+    ParamValue,
+    RateBin,
+    RateCell,
     Session,
     SessionCounts,
     SessionRow,
+    ViewScope,
 )
 from robotmem.rules.consolidation import ConsolidationPlan
 from robotmem.rules.dedup import Duplicate
@@ -169,6 +185,35 @@ def listed_session(row: SessionRow) -> ListedSession:
         "successes": row.successes,
         "failures": row.failures,
         "success_rate": round(row.successes / judged, 6) if judged else None,
+    }
+
+
+def listed_episode(row: EpisodeRow) -> ListedEpisode:
+    """Return a session with its counts, robot, task, outcome and duration in seconds."""
+    session = row.row.session
+    duration = None
+    if session.ended_at is not None:
+        try:
+            elapsed = datetime.fromisoformat(session.ended_at) - datetime.fromisoformat(session.created_at)
+            duration = round(elapsed.total_seconds(), 3)
+        except (TypeError, ValueError):
+            duration = None
+    return {
+        **listed_session(row.row),
+        "robot": row.robot,
+        "task": row.task,
+        "outcome": row.outcome,
+        "duration_s": duration,
+    }
+
+
+def episode_facets_result(
+    robots: Iterable[tuple[str, int]], tasks: Iterable[tuple[str, int]]
+) -> EpisodeFacets:
+    """Return the robots and tasks sessions name with their session counts."""
+    return {
+        "robots": [{"robot": name, "sessions": count} for name, count in robots],
+        "tasks": [{"task": name, "sessions": count} for name, count in tasks],
     }
 
 
@@ -352,29 +397,29 @@ def memory_page(memories: Iterable[Memory], total: int, limit: int, offset: int)
     }
 
 
-def session_page(rows: Iterable[SessionRow], total: int, limit: int, offset: int) -> SessionPage:
+def session_page(rows: Iterable[EpisodeRow], total: int, limit: int, offset: int) -> SessionPage:
     """Return one page of the session list."""
     return {
-        "sessions": [listed_session(row) for row in rows],
+        "sessions": [listed_episode(row) for row in rows],
         "total": total,
         "limit": limit,
         "offset": offset,
     }
 
 
-def session_timeline(row: SessionRow, memories: Sequence[Memory]) -> SessionTimeline:
+def session_timeline(row: EpisodeRow, memories: Sequence[Memory]) -> SessionTimeline:
     """Return a session with its memories in time order."""
     return {
-        "session": listed_session(row),
+        "session": listed_episode(row),
         "memories": [listed_memory(m) for m in memories],
         "total": len(memories),
     }
 
 
-def failures_result(sessions: Iterable[SessionRow], memories: Iterable[Memory]) -> FailuresResult:
+def failures_result(sessions: Iterable[EpisodeRow], memories: Iterable[Memory]) -> FailuresResult:
     """Return failed episodes and failure lessons."""
     return {
-        "sessions": [listed_session(row) for row in sessions],
+        "sessions": [listed_episode(row) for row in sessions],
         "memories": [listed_memory(m) for m in memories],
     }
 
@@ -390,6 +435,120 @@ def spatial_point_list(rows: Iterable[tuple[int, str, list[Any], Any]]) -> list[
 def spatial_points_result(field: str, rows: Iterable[tuple[int, str, list[Any], Any]]) -> SpatialPointsResult:
     """Return the positions stored at ``field``."""
     return {"field": field, "points": spatial_point_list(rows)}
+
+
+def map_result(
+    field: str | None,
+    fields: Iterable[tuple[str, int]],
+    scope: ViewScope,
+    layers: Sequence[str],
+    points: Iterable[MapPoint],
+    total: int,
+    limit: int,
+) -> MapResult:
+    """Return the positions at ``field`` in ``scope``'s window, with every spatial field and its count."""
+    return {
+        "field": field,
+        "fields": [{"field": f"spatial.{key}", "memories": count} for key, count in fields],
+        "frame": None,
+        "frames": [],
+        "layers": list(layers),
+        "time_field": scope.time_field,
+        "since": scope.since,
+        "until": scope.until,
+        "points": [
+            {
+                "memory_id": p.memory_id,
+                "type": p.type,
+                "content": p.content,
+                "coordinates": p.coordinates,
+                "success": p.success,
+                "time": p.time,
+                "session_id": p.session_id,
+            }
+            for p in points
+        ],
+        "total": total,
+        "limit": limit,
+    }
+
+
+def param_fields_result(fields: Iterable[tuple[str, str | None, Mapping[str, int]]]) -> ParamFieldsResult:
+    """Return each ``(key, chosen unit, memories per unit)`` as a parameter field, most carried first."""
+    listed: list[ParamField] = [
+        {
+            "field": f"params.{key}",
+            "unit": unit,
+            "memories": sum(per_unit.values()),
+            "units": dict(per_unit) if len(per_unit) > 1 else {},
+        }
+        for key, unit, per_unit in fields
+    ]
+    listed.sort(key=lambda f: (-f["memories"], f["field"]))
+    return {"fields": listed}
+
+
+def axis(field: str, unit: str | None, values: Sequence[float], edges: Sequence[float]) -> Axis:
+    """Return a parameter's axis: its unit, the range of ``values`` and the edges of its bins."""
+    lowest = min(values) if values else None
+    highest = max(values) if values else None
+    return {"field": field, "unit": unit, "min": lowest, "max": highest, "edges": list(edges)}
+
+
+def rate_bin(found: RateBin) -> Bin:
+    """Return one bin of the parameters view."""
+    return {
+        "lo": found.lo,
+        "hi": found.hi,
+        "count": found.count,
+        "successes": found.successes,
+        "rate": found.rate,
+        "low": found.low,
+        "high": found.high,
+    }
+
+
+def rate_cell(found: RateCell) -> Cell:
+    """Return one cell of the parameters view's grid."""
+    return {
+        "x_bin": found.x_bin,
+        "y_bin": found.y_bin,
+        "count": found.count,
+        "successes": found.successes,
+        "rate": found.rate,
+    }
+
+
+def param_outcome_result(
+    x: Axis,
+    y: Axis | None,
+    pairs: Sequence[tuple[ParamValue, float | None]],
+    left_out: tuple[int, int, int],
+    bins: Iterable[RateBin],
+    cells: Iterable[RateCell],
+    points: int,
+) -> ParamOutcomeResult:
+    """Return the success rate by bins of ``x`` (and the grid with ``y``), the judged values of ``pairs``
+    (a value of x with its y) and the newest ``points`` of them; ``left_out`` counts the memories without
+    an outcome, in another unit, and without y."""
+    no_outcome, other_unit, no_y = left_out
+    newest = sorted(pairs, key=lambda pair: -pair[0].memory_id)[:points]
+    return {
+        "x": x,
+        "y": y,
+        "success": "task.success: true is a success, false a failure",
+        "interval": "Wilson score interval, 95 %",
+        "judged": len(pairs),
+        "successes": sum(bool(v.success) for v, _ in pairs),
+        "left_out": {"no_outcome": no_outcome, "other_unit": other_unit, "no_y": no_y},
+        "bins": [rate_bin(b) for b in bins],
+        "cells": [rate_cell(c) for c in cells],
+        "points": [
+            {"memory_id": v.memory_id, "x": v.value, "y": value_y, "success": bool(v.success)}
+            for v, value_y in newest
+        ],
+        "points_total": len(pairs),
+    }
 
 
 def embedder_status(model_id: str | None, available: bool, status: str) -> EmbedderStatus:

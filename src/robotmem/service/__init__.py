@@ -6,7 +6,9 @@ operations.py  which feature function runs each operation's input model (RobotMe
 memories.py    learn, update, forget, get_memory (dedup on learn)
 perceptions.py save_perception, save_perceptions
 sessions.py    start_session, end_session (consolidation, decay, related memories), get_session
-browse.py      read-only views for dashboards and the web UI
+browse.py      read-only views for dashboards and the web UI; episodes with robot, task and outcome
+charts.py      the web UI's map and parameters against outcome
+bins.py        the bins and Wilson intervals of the parameters view (pure)
 maintenance.py doctor, integrity_report, repair, backup
 files.py       where backup and export may write: the guard of the live database and existing files
 transfer.py    export and import as JSON Lines

@@ -1,5 +1,5 @@
-"""Read-only views for dashboards and the web UI: totals, filtered listings with pagination, sessions
-with their outcomes and timelines, collections, categories, failures and spatial positions.
+"""Read-only views for dashboards and the web UI: totals, filtered listings with pagination, episodes
+with their robot, task, outcome and timelines, collections, categories, failures and spatial positions.
 
 The input models below are the parameters of each view, declared once: the REST schema is generated from
 them, ``RobotMemory``'s methods build them, and each checks itself (``OperationInput``) before the view runs.
@@ -18,6 +18,7 @@ from robotmem.formats.inputs import OperationInput
 from robotmem.formats.results import (
     CategoriesResult,
     CollectionsResult,
+    EpisodeFacets,
     FailuresResult,
     MemoryPage,
     SessionPage,
@@ -28,6 +29,7 @@ from robotmem.formats.results import (
 from robotmem.formats.serialize import (
     categories_result,
     collections_result,
+    episode_facets_result,
     failures_result,
     memory_page,
     session_page,
@@ -36,11 +38,13 @@ from robotmem.formats.serialize import (
     stats_result,
 )
 from robotmem.formats.validation import PerceptionType, optional_name, parse_name
-from robotmem.records import MemoryQuery
+from robotmem.records import EpisodeQuery, MemoryQuery
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import StoreTx
 
 MAX_PAGE = 500
+# An episode's outcome_score (or, without one, its judged memories' success rate) below this is a failure.
+FAILURE_THRESHOLD = 0.5
 
 
 class _CollectionInput(OperationInput):
@@ -58,6 +62,10 @@ class CollectionInput(_CollectionInput):
 
 class CategoriesInput(_CollectionInput):
     """Which collection's categories to count (all collections when omitted)."""
+
+
+class EpisodeFacetsInput(_CollectionInput):
+    """Which collection's robots and tasks to count (all collections when omitted)."""
 
 
 class ListMemoriesInput(OperationInput):
@@ -111,6 +119,17 @@ class ListSessionsInput(_CollectionInput):
     limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
     offset: int = Field(default=0, ge=0, le=10**9, description="Sessions to skip.")
     order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
+    robot: str | None = Field(default=None, min_length=1, max_length=200, description="The session's robot.")
+    task: str | None = Field(default=None, min_length=1, max_length=200, description="The session's task.")
+    outcome: Literal["success", "failure", "unknown"] | None = Field(
+        default=None, description="The session's outcome (docs/web.md: outcome_score, else judged memories)."
+    )
+    threshold: float = Field(
+        default=FAILURE_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="An outcome_score (or, without one, a success rate) below this is a failure.",
+    )
 
 
 class RecentFailuresInput(_CollectionInput):
@@ -118,7 +137,10 @@ class RecentFailuresInput(_CollectionInput):
 
     limit: int = Field(default=20, ge=1, le=MAX_PAGE, description="How many of each kind.")
     max_outcome: float = Field(
-        default=0.5, ge=0.0, le=1.0, description="Sessions scoring below this count as failed."
+        default=FAILURE_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="An outcome_score (or, without one, a success rate) below this is a failed episode.",
     )
 
 
@@ -180,11 +202,16 @@ def list_memories(engine: Engine, args: ListMemoriesInput) -> MemoryPage:
 
 def list_sessions(engine: Engine, args: ListSessionsInput) -> SessionPage:
     """Return one page of sessions with their counts; see ``RobotMemory.list_sessions``."""
-    page, total = engine.read(
-        lambda tx: tx.browse.list_sessions(
-            args.collection, args.status, args.limit, args.offset, newest_first=args.order == "newest"
-        )
+    query = EpisodeQuery(
+        collection=args.collection,
+        status=args.status,
+        robot=args.robot,
+        task=args.task,
+        outcome=args.outcome,
+        threshold=args.threshold,
+        newest_first=args.order == "newest",
     )
+    page, total = engine.read(lambda tx: tx.browse.episodes(query, args.limit, args.offset))
     return session_page(page, total, args.limit, args.offset)
 
 
@@ -193,14 +220,19 @@ def session_memories(engine: Engine, session_id: str) -> SessionTimeline:
     target = parse_name("session_id", session_id)
 
     def work(tx: StoreTx) -> SessionTimeline:
-        row = tx.browse.session_row(target)
-        if row is None:
+        rows, _ = tx.browse.episodes(EpisodeQuery(session_id=target), 1, 0)
+        if not rows:
             raise NotFoundError(f"session_id {target!r}: no session with this id")
         ids = tx.browse.session_memory_ids(target)
         found = tx.memories.fetch(ids)
-        return session_timeline(row, [found[memory_id] for memory_id in ids if memory_id in found])
+        return session_timeline(rows[0], [found[memory_id] for memory_id in ids if memory_id in found])
 
     return engine.read(work)
+
+
+def episode_facets(engine: Engine, args: EpisodeFacetsInput) -> EpisodeFacets:
+    """Return the robots and tasks of the sessions with their counts; see ``RobotMemory.episode_facets``."""
+    return episode_facets_result(*engine.read(lambda tx: tx.browse.episode_facets(args.collection)))
 
 
 def collections(engine: Engine) -> CollectionsResult:
@@ -217,7 +249,10 @@ def recent_failures(engine: Engine, args: RecentFailuresInput) -> FailuresResult
     """Return failed episodes and failure lessons, newest first; see ``RobotMemory.recent_failures``."""
 
     def work(tx: StoreTx) -> FailuresResult:
-        failed = tx.browse.failed_sessions(args.collection, args.max_outcome, args.limit)
+        query = EpisodeQuery(
+            collection=args.collection, status="ended", outcome="failure", threshold=args.max_outcome
+        )
+        failed, _ = tx.browse.episodes(query, args.limit, 0)
         ids = tx.browse.failure_memory_ids(args.collection, args.limit)
         found = tx.memories.fetch(ids)
         return failures_result(failed, [found[memory_id] for memory_id in ids if memory_id in found])

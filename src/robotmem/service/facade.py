@@ -37,14 +37,18 @@ from robotmem.formats.results import (
     DoctorReport,
     EmbeddingStatus,
     EndSessionResult,
+    EpisodeFacets,
     ExportResult,
     FailuresResult,
     ForgetResult,
     ImportResult,
     IntegrityResult,
     LearnResult,
+    MapResult,
     MemoryDetail,
     MemoryPage,
+    ParamFieldsResult,
+    ParamOutcomeResult,
     PerceptionResult,
     RecallResult,
     ReindexResult,
@@ -62,6 +66,7 @@ from robotmem.formats.validation import parse_name
 from robotmem.service import (
     backfill,
     browse,
+    charts,
     maintenance,
     memories,
     operations,
@@ -75,11 +80,13 @@ from robotmem.service.backfill import DEFAULT_BATCH_SIZE, BackgroundBackfill, Pr
 from robotmem.service.browse import (
     CategoriesInput,
     CollectionInput,
+    EpisodeFacetsInput,
     ListMemoriesInput,
     ListSessionsInput,
     RecentFailuresInput,
     SpatialPointsInput,
 )
+from robotmem.service.charts import MapInput, ParamFieldsInput, ParamOutcomeInput
 from robotmem.service.engine import Engine, iso, utc_now
 from robotmem.service.transfer import IMPORT_BATCH_SIZE
 from robotmem.store import is_server_address, open_store
@@ -305,10 +312,23 @@ class RobotMemory:
         limit: int = 50,
         offset: int = 0,
         order: str = "newest",
+        robot: str | None = None,
+        task: str | None = None,
+        outcome: str | None = None,
+        threshold: float = browse.FAILURE_THRESHOLD,
     ) -> SessionPage:
-        """Return ``{"sessions", "total", "limit", "offset"}``; each session has its outcome score,
-        memory count and the success rate of its judged memories. Raises ``ValidationError``."""
+        """Return ``{"sessions", "total", "limit", "offset"}``; each session has its outcome score, memory
+        count, the success rate of its judged memories, ``robot``, ``task``, ``outcome`` and ``duration_s``.
+
+        ``robot``, ``task`` and ``outcome`` (success, failure, unknown) filter by the rules of
+        ``records.EpisodeRow``: an ``outcome_score`` below ``threshold`` is a failure, and without a score
+        so is a success rate below it. Raises ``ValidationError``.
+        """
         return browse.list_sessions(self._engine, self._input(ListSessionsInput, locals()))
+
+    def episode_facets(self, collection: str | None = None) -> EpisodeFacets:
+        """Return ``{"robots": [{"robot", "sessions"}], "tasks": [{"task", "sessions"}]}``, most first."""
+        return browse.episode_facets(self._engine, self._input(EpisodeFacetsInput, locals()))
 
     def session_memories(self, session_id: str) -> SessionTimeline:
         """Return ``{"session", "memories", "total"}``: the episode's memories of every status in time order.
@@ -326,11 +346,12 @@ class RobotMemory:
         return browse.categories(self._engine, self._input(CategoriesInput, locals()))
 
     def recent_failures(
-        self, collection: str | None = None, limit: int = 20, max_outcome: float = 0.5
+        self, collection: str | None = None, limit: int = 20, max_outcome: float = browse.FAILURE_THRESHOLD
     ) -> FailuresResult:
-        """Return ``{"sessions", "memories"}``: failed episodes (outcome below ``max_outcome`` or a
-        failed task) and failure lessons (``task.success`` false, the failure tag, or the categories
-        root_cause, postmortem and gotcha), newest first. Raises ``ValidationError``."""
+        """Return ``{"sessions", "memories"}``: failed episodes (ended, with an ``outcome_score`` below
+        ``max_outcome``, or without one a success rate of judged memories below it) and failure lessons
+        (``task.success`` false, the failure tag, or the categories root_cause, postmortem and gotcha),
+        newest first. Raises ``ValidationError``."""
         return browse.recent_failures(self._engine, self._input(RecentFailuresInput, locals()))
 
     def spatial_points(
@@ -339,6 +360,52 @@ class RobotMemory:
         """Return ``{"field", "points": [{"memory_id", "content", "coordinates", "success"}]}`` for active
         memories whose context holds a list at ``field`` (``spatial.<key>``). Raises ``ValidationError``."""
         return browse.spatial_points(self._engine, self._input(SpatialPointsInput, locals()))
+
+    def map_view(
+        self,
+        field: str | None = None,
+        collection: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int = 5000,
+    ) -> MapResult:
+        """Return the positions at ``field`` (``spatial.<key>``; default the one most memories carry) of
+        active memories created in ``[since, until)``, newest ``limit`` first, with ``task.success``.
+
+        Also ``fields`` (each spatial field with its count), ``total`` and ``time_field``. Raises
+        ``ValidationError``.
+        """
+        return charts.map_view(self._engine, self._input(MapInput, locals()))
+
+    def param_fields(
+        self,
+        collection: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> ParamFieldsResult:
+        """Return ``{"fields": [{"field", "unit", "memories", "units"}]}``: the numeric ``params.*`` of
+        active memories, most carried first. Raises ``ValidationError``."""
+        return charts.param_fields(self._engine, self._input(ParamFieldsInput, locals()))
+
+    def param_outcome(
+        self,
+        x: str,
+        y: str | None = None,
+        collection: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        x_unit: str | None = None,
+        y_unit: str | None = None,
+        bins: int | None = None,
+        y_bins: int | None = None,
+        points: int = 5000,
+    ) -> ParamOutcomeResult:
+        """Return the success rate (``task.success``) by bins of parameter ``x``, with counts and 95 %
+        Wilson intervals, the raw points, and with ``y`` the grid of both; memories left out are counted.
+
+        See ``service/charts.py`` for the rules. Raises ``ValidationError``.
+        """
+        return charts.param_outcome(self._engine, self._input(ParamOutcomeInput, locals()))
 
     # ---- maintenance ------------------------------------------------------------------------------
 

@@ -16,15 +16,17 @@ from robotmem.formats.inputs import (
     StartSessionInput,
     UpdateInput,
 )
-from robotmem.service import browse, memories, perceptions, recall, sessions
+from robotmem.service import browse, charts, memories, perceptions, recall, sessions
 from robotmem.service.browse import (
     CategoriesInput,
     CollectionInput,
+    EpisodeFacetsInput,
     ListMemoriesInput,
     ListSessionsInput,
     RecentFailuresInput,
     SpatialPointsInput,
 )
+from robotmem.service.charts import MapInput, ParamFieldsInput, ParamOutcomeInput
 from robotmem.service.engine import Engine
 
 OPERATIONS: dict[type[OperationInput], Callable[[Engine, Any], Mapping[str, Any]]] = {
@@ -42,6 +44,10 @@ OPERATIONS: dict[type[OperationInput], Callable[[Engine, Any], Mapping[str, Any]
     CategoriesInput: browse.categories,
     RecentFailuresInput: browse.recent_failures,
     SpatialPointsInput: browse.spatial_points,
+    EpisodeFacetsInput: browse.episode_facets,
+    MapInput: charts.map_view,
+    ParamFieldsInput: charts.param_fields,
+    ParamOutcomeInput: charts.param_outcome,
 }
 
 

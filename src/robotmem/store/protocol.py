@@ -26,14 +26,19 @@ import numpy.typing as npt
 from robotmem.query.filters import Node
 from robotmem.query.spatial import SpatialSort
 from robotmem.records import (
+    EpisodeQuery,
+    EpisodeRow,
     IndexHealth,
     IntegrityReport,
+    MapPoint,
     Memory,
     MemoryQuery,
     NewMemory,
+    ParamValue,
     Session,
     SessionCounts,
     SessionRow,
+    ViewScope,
 )
 from robotmem.rules.consolidation import Candidate
 
@@ -528,11 +533,7 @@ class BrowseQueries(Protocol):
         self, collection: str | None, status: str | None, limit: int, offset: int, newest_first: bool = True
     ) -> tuple[list[SessionRow], int]: ...
 
-    def session_row(self, session_id: str) -> SessionRow | None: ...
-
     def session_memory_ids(self, session_id: str) -> list[int]: ...
-
-    def failed_sessions(self, collection: str | None, max_outcome: float, limit: int) -> list[SessionRow]: ...
 
     def failure_memory_ids(self, collection: str | None, limit: int) -> list[int]: ...
 
@@ -541,6 +542,33 @@ class BrowseQueries(Protocol):
     def spatial_points(
         self, key: str, collection: str | None, limit: int
     ) -> list[tuple[int, str, list[Any], Any]]: ...
+
+    # The web UI's map, parameters and episodes: the episodes in store/shared/browse.py (one SQL for both
+    # dialects), the views that read inside a context in each engine's browse.py.
+
+    def spatial_field_counts(self, scope: ViewScope) -> list[tuple[str, int]]:
+        """Return ``(key, memories)`` of each ``spatial.<key>`` holding a list, most carried first, then by key."""
+        ...
+
+    def map_points(self, key: str, scope: ViewScope, limit: int) -> tuple[list[MapPoint], int]:
+        """Return the newest ``limit`` memories with a list at ``spatial.<key>``, and how many have one."""
+        ...
+
+    def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:
+        """Return ``(key, unit, memories)`` of the numeric ``params.<key>``, most carried first."""
+        ...
+
+    def param_values(self, key: str, scope: ViewScope) -> list[ParamValue]:
+        """Return every numeric value of ``params.<key>`` in scope, by memory id."""
+        ...
+
+    def episodes(self, query: EpisodeQuery, limit: int, offset: int) -> tuple[list[EpisodeRow], int]:
+        """Return one page of sessions passing ``query`` (time order) and how many pass in all."""
+        ...
+
+    def episode_facets(self, collection: str | None) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """Return ``(robot, sessions)`` and ``(task, sessions)`` pairs, most sessions first, then by name."""
+        ...
 
 
 class Maintenance(Protocol):

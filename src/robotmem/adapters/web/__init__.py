@@ -255,7 +255,9 @@ def create_app(
     def index() -> Response:
         return send_from_directory(STATIC_DIR, "index.html")
 
-    _install_guards(app, token or memory.settings.web_token or None, hosts)
+    token = token or memory.settings.web_token or None
+    app.extensions["robotmem.token_required"] = token is not None
+    _install_guards(app, token, hosts)
     _install_error_handlers(app, local_paths(memory))
     return app
 

@@ -32,11 +32,13 @@ from robotmem.formats.inputs import (
 from robotmem.service.browse import (
     CategoriesInput,
     CollectionInput,
+    EpisodeFacetsInput,
     ListMemoriesInput,
     ListSessionsInput,
     RecentFailuresInput,
     SpatialPointsInput,
 )
+from robotmem.service.charts import MapInput, ParamFieldsInput, ParamOutcomeInput
 from robotmem.service.maintenance import database_name
 
 
@@ -186,6 +188,36 @@ def recent_failures(query: RecentFailuresInput) -> Mapping[str, Any]:
 def spatial(query: SpatialPointsInput) -> Mapping[str, Any]:
     """Positions stored under one spatial.* key, with each memory's task success."""
     return memory().run(query)
+
+
+@api_bp.get("/episode-facets", tags=[_browse])
+def episode_facets(query: EpisodeFacetsInput) -> Mapping[str, Any]:
+    """The robots and tasks the sessions name, with their session counts (for the episode filters)."""
+    return memory().run(query)
+
+
+@api_bp.get("/map", tags=[_browse])
+def map_view(query: MapInput) -> Mapping[str, Any]:
+    """Positions at one spatial.* field (default: the one most memories carry) in a time window."""
+    return memory().run(query)
+
+
+@api_bp.get("/params", tags=[_browse])
+def param_fields(query: ParamFieldsInput) -> Mapping[str, Any]:
+    """The numeric params.* of active memories with their units and counts."""
+    return memory().run(query)
+
+
+@api_bp.get("/params/outcome", tags=[_browse])
+def param_outcome(query: ParamOutcomeInput) -> Mapping[str, Any]:
+    """Success rate (task.success) by bins of a parameter, or a grid of two, with Wilson 95 % intervals."""
+    return memory().run(query)
+
+
+@api_bp.get("/server", tags=[_browse])
+def server() -> Mapping[str, Any]:
+    """What the page needs to know of the server: whether writes need a token."""
+    return {"token_required": bool(current_app.extensions["robotmem.token_required"])}
 
 
 # ---- one memory -----------------------------------------------------------------------------------

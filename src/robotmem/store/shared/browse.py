@@ -1,11 +1,13 @@
 """The web UI's read queries whose SQL is the same in both dialects: ``SharedBrowse``, the base of each
 engine's ``Browse``.
 
-Only the test of a memory's ``task.success`` differs between the dialects (SQLite's ``json_type``,
-PostgreSQL's ``jsonb`` operators): each engine names it (``_SUCCEEDED``, ``_FAILED``), and adds the views
-that read inside a context (spatial fields and points). The queries run inside the caller's read
-snapshot, take parameters by name only, and return records or plain rows; serialization happens in the
-service.
+Only what reads inside a context differs between the dialects (SQLite's ``json_type``, PostgreSQL's
+``jsonb`` operators): each engine names the test of a memory's ``task.success`` (``_SUCCEEDED``,
+``_FAILED``) and a session's robot and task (``_SESSION_ROBOT``, ``_SESSION_TASK``), and adds the views
+that read positions and parameters (spatial fields and points, the map, the numeric parameters). The
+episodes, with the outcome rule of ``records.EpisodeRow``, are written once here. The queries run inside
+the caller's read snapshot, take parameters by name only, and return records or plain rows;
+serialization happens in the service.
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from robotmem.records import Memory, MemoryQuery, SessionRow
+from robotmem.records import (
+    EpisodeQuery,
+    EpisodeRow,
+    MapPoint,
+    Memory,
+    MemoryQuery,
+    ParamValue,
+    SessionRow,
+    ViewScope,
+)
 from robotmem.store.protocol import CollectionRow
 from robotmem.store.shared.checks import Connection, Placeholders
 from robotmem.store.shared.rows import row_to_session
@@ -67,18 +78,38 @@ def memory_predicate(query: MemoryQuery, mark: Placeholders) -> tuple[str, dict[
     return where(parts), params
 
 
+# The column each ``ViewScope.time_field`` (``records.VIEW_TIME_FIELDS``) bounds, over ``memories m``.
+VIEW_TIME_COLUMNS = {"created_at": "m.created_at"}
+
+
+def scope_predicate(scope: ViewScope, mark: Placeholders) -> tuple[str, dict[str, Any]]:
+    """Return the SQL predicate over ``memories m`` of a view's scope (active, collection, time window)."""
+    column = VIEW_TIME_COLUMNS[scope.time_field]
+    parts, params = equal_to({"m.collection": scope.collection}, mark, "scope")
+    for comparison, name, bound in ((">=", "since", scope.since), ("<", "until", scope.until)):
+        if bound is not None:
+            parts.append(f"{column} {comparison} {mark(name)}")
+            params[name] = bound
+    return where(["m.status = 'active'", *parts]), params
+
+
 class SharedBrowse(ABC):
     """The views of ``BrowseQueries`` whose SQL is the same on both engines; one method per view.
 
     An engine sets ``_mark`` (its placeholders), ``_SUCCEEDED`` and ``_FAILED`` (SQL over ``memories m``
-    true when its context's ``task.success`` is true, false), and implements the abstract methods: its
-    memory rows, and the views that read inside a context.
+    true when its context's ``task.success`` is true, false), ``_SESSION_ROBOT`` and ``_SESSION_TASK``
+    (SQL over ``sessions s``, and whatever ``_SESSION_JOIN`` adds, giving an episode's robot and task by
+    the rules of ``records.EpisodeRow``, as text that sorts by bytes), and implements the abstract methods:
+    its memory rows, and the views that read inside a context.
     """
 
     _conn: Connection
     _mark: Placeholders
     _SUCCEEDED: str
     _FAILED: str
+    _SESSION_ROBOT: str
+    _SESSION_TASK: str
+    _SESSION_JOIN = ""
 
     @abstractmethod
     def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]: ...
@@ -182,11 +213,6 @@ class SharedBrowse(ABC):
         )
         return page, total
 
-    def session_row(self, session_id: str) -> SessionRow | None:
-        """Return the session with its counts, or None when there is no such session."""
-        found = self._session_rows(f"s.id = {self._mark('id')}", {"id": session_id}, "")
-        return found[0] if found else None
-
     def session_memory_ids(self, session_id: str) -> list[int]:
         """Return the ids of every memory of the session (any status) in time order."""
         rows = self._conn.execute(
@@ -194,20 +220,6 @@ class SharedBrowse(ABC):
             {"id": session_id},
         )
         return [int(row[0]) for row in rows]
-
-    def failed_sessions(self, collection: str | None, max_outcome: float, limit: int) -> list[SessionRow]:
-        """Return ended sessions with ``outcome_score < max_outcome`` or a failed task, newest first."""
-        p = self._mark
-        parts, params = self._in_collection(collection, "s.collection")
-        failed = (
-            f"(o.outcome_score < {p('max_outcome')} OR EXISTS (SELECT 1 FROM memories m WHERE m.session_id = s.id "
-            f"AND m.status != 'invalidated' AND {self._FAILED}))"
-        )
-        return self._session_rows(
-            where([*parts, "s.status = 'ended'", failed]),
-            {**params, "max_outcome": max_outcome, "limit": limit},
-            f"ORDER BY s.created_at DESC, s.id DESC LIMIT {p('limit')}",
-        )
 
     def failure_memory_ids(self, collection: str | None, limit: int) -> list[int]:
         """Return active memories that record a failure or a lesson from one, newest first.
@@ -229,6 +241,84 @@ class SharedBrowse(ABC):
         )
         return [int(row[0]) for row in rows]
 
+    def _episodes_sql(self, query: EpisodeQuery) -> tuple[str, dict[str, Any]]:
+        """Return the SQL of the sessions ``query`` selects, each with its counts, robot, task and outcome
+        (the columns of ``SESSION_SELECT``, then memory_count, successes, failures, robot, task, outcome)."""
+        p = self._mark
+        parts, params = equal_to(
+            {"s.collection": query.collection, "s.status": query.status, "s.id": query.session_id},
+            p,
+            "session",
+        )
+        of_session = "FROM memories m WHERE m.session_id = s.id AND m.status != 'invalidated'"
+        sessions = (
+            "SELECT s.id, s.collection, s.context, s.status, s.created_at, s.ended_at, o.outcome_score, s.summary, "
+            f"(SELECT COUNT(*) {of_session}) AS memory_count, "
+            f"(SELECT COUNT(*) {of_session} AND {self._SUCCEEDED}) AS successes, "
+            f"(SELECT COUNT(*) {of_session} AND {self._FAILED}) AS failures, "
+            f"{self._SESSION_ROBOT} AS robot, {self._SESSION_TASK} AS task "
+            f"FROM sessions s LEFT JOIN session_outcomes o ON o.session_id = s.id{self._SESSION_JOIN} "
+            f"WHERE {where(parts)}"
+        )
+        below = p("threshold")
+        sql = (
+            "SELECT i.*, CASE"
+            f" WHEN outcome_score IS NOT NULL THEN CASE WHEN outcome_score < {below} THEN 'failure' ELSE 'success' END"
+            " WHEN successes + failures > 0 THEN"
+            f" CASE WHEN successes < {below} * (successes + failures) THEN 'failure' ELSE 'success' END"
+            f" ELSE 'unknown' END AS outcome FROM ({sessions}) i"
+        )
+        return sql, {**params, "threshold": query.threshold}
+
+    def episodes(self, query: EpisodeQuery, limit: int, offset: int) -> tuple[list[EpisodeRow], int]:
+        """Return one page of sessions passing ``query`` (time order) and how many pass in all.
+
+        An episode's outcome: with an ``outcome_score``, ``failure`` below ``query.threshold`` and
+        ``success`` otherwise; without one, the same test on the success rate of its judged memories;
+        ``unknown`` with neither (``records.EpisodeRow``).
+        """
+        p = self._mark
+        episodes, params = self._episodes_sql(query)
+        parts, chosen = equal_to(
+            {"robot": query.robot, "task": query.task, "outcome": query.outcome}, p, "episode"
+        )
+        params.update(chosen)
+        total = self._count(f"SELECT COUNT(*) FROM ({episodes}) e WHERE {where(parts)}", params)
+        order = "DESC" if query.newest_first else "ASC"
+        rows = self._conn.execute(
+            f"SELECT * FROM ({episodes}) e WHERE {where(parts)} ORDER BY created_at {order}, id {order} "
+            f"LIMIT {p('page_limit')} OFFSET {p('page_offset')}",
+            {**params, "page_limit": limit, "page_offset": offset},
+        )
+        page = [
+            EpisodeRow(
+                SessionRow(row_to_session(row), int(row[8]), int(row[9]), int(row[10])),
+                row[11],
+                row[12],
+                str(row[13]),
+            )
+            for row in rows
+        ]
+        return page, total
+
+    def episode_facets(self, collection: str | None) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """Return ``(robot, sessions)`` and ``(task, sessions)`` pairs, most sessions first, then by name."""
+        episodes, params = self._episodes_sql(EpisodeQuery(collection=collection))
+
+        def counted(column: str) -> list[tuple[str, int]]:
+            rows = self._conn.execute(
+                f"SELECT {column}, COUNT(*) AS n FROM ({episodes}) e WHERE {column} IS NOT NULL "
+                f"GROUP BY {column} ORDER BY n DESC, {column}",
+                params,
+            )
+            return [(str(name), int(count)) for name, count in rows]
+
+        return counted("robot"), counted("task")
+
+    def _success_flag(self) -> str:
+        """SQL over ``memories m``: 1 when ``task.success`` is true, 0 when false, else NULL."""
+        return f"CASE WHEN {self._SUCCEEDED} THEN 1 WHEN {self._FAILED} THEN 0 END"
+
     @abstractmethod
     def spatial_fields(self, collection: str | None) -> list[str]:
         """Return the ``spatial.*`` keys whose values are coordinate lists in active memories."""
@@ -238,3 +328,24 @@ class SharedBrowse(ABC):
         self, key: str, collection: str | None, limit: int
     ) -> list[tuple[int, str, list[Any], Any]]:
         """Return ``(id, content, coordinates, task.success)`` of active memories with ``spatial.<key>`` a list."""
+
+    @abstractmethod
+    def spatial_field_counts(self, scope: ViewScope) -> list[tuple[str, int]]:
+        """Return ``(key, memories)`` of each ``spatial.<key>`` holding a list, most carried first, then by key."""
+
+    @abstractmethod
+    def map_points(self, key: str, scope: ViewScope, limit: int) -> tuple[list[MapPoint], int]:
+        """Return the newest ``limit`` memories with a list at ``spatial.<key>``, and how many have one."""
+
+    @abstractmethod
+    def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:
+        """Return ``(key, unit, memories)`` of the numeric ``params.<key>``, most carried first."""
+
+    @abstractmethod
+    def param_values(self, key: str, scope: ViewScope) -> list[ParamValue]:
+        """Return every numeric value of ``params.<key>`` in scope with its unit and ``task.success``, by id."""
+
+
+def success_of(flag: Any) -> bool | None:
+    """Return the ``_success_flag`` column as a boolean (None when the memory has no boolean there)."""
+    return None if flag is None else bool(flag)

@@ -1,10 +1,19 @@
-// robotmem web UI: plain DOM, no dependencies. Stored text is only ever written with textContent
-// (through el() and text nodes), never parsed as HTML.
+// robotmem web UI: plain DOM and the plots of charts.js (uPlot, shipped in the package). Stored text is
+// only ever written with textContent (through el() and text nodes), never parsed as HTML.
+// The map, parameter and episode views are in explore.js.
 "use strict";
 
-const SVG_NS = "http://www.w3.org/2000/svg";
 const view = () => document.getElementById("view");
-const state = { memoryFilters: {}, memoryQuery: "", memoryOffset: 0, sessionOffset: 0, spatialField: "" };
+const state = {
+  renders: 0,
+  memoryFilters: {},
+  memoryQuery: "",
+  memoryOffset: 0,
+  sessionOffset: 0,
+  sessionFilters: {},
+  map: { field: "", plane: "0,1", window: "all", since: "", until: "" },
+  params: { x: "", y: "", unit: "", bins: "", window: "all", since: "", until: "" },
+};
 
 // ---- DOM helpers -----------------------------------------------------------------------------------
 
@@ -23,18 +32,6 @@ function el(tag, attrs, ...children) {
 function append(node, children) {
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-function svg(tag, attrs, ...children) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (key === "onclick") node.addEventListener("click", value);
-    else node.setAttribute(key, String(value));
-  }
-  for (const child of children.flat()) {
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
@@ -75,8 +72,37 @@ function memoryLink(id, label) {
   return el("a", { href: `#/memory/${encodeURIComponent(id)}` }, label === undefined ? `#${id}` : label);
 }
 
-function sessionLink(id) {
-  return el("a", { href: `#/session/${encodeURIComponent(id)}` }, String(id).slice(0, 12));
+function sessionLink(id, label) {
+  return el("a", { href: `#/session/${encodeURIComponent(id)}` }, label || String(id).slice(0, 12));
+}
+
+// Time a view's render (from its data in hand to its DOM and plots drawn) as a performance measure
+// named "render:<view>", which the benchmark reads.
+function measured(name, render) {
+  const start = performance.now();
+  const result = render();
+  performance.measure(`render:${name}`, { start, end: performance.now() });
+  return result;
+}
+
+// Each view claims the page when it starts; one overtaken by a later view (its answer arriving after
+// the user moved on) draws nothing.
+function claim() {
+  const ticket = ++state.renders;
+  return () => ticket === state.renders;
+}
+
+// Run an action of the page: the status line is cleared first, so an error shown for an earlier
+// attempt never stays above the results of a later one.
+function run(action) {
+  setStatus("");
+  return Promise.resolve()
+    .then(action)
+    .catch(report);
+}
+
+function plotWidth(node) {
+  return Math.max(320, Math.min(1100, (node.clientWidth || view().clientWidth || 900) - 8));
 }
 
 function table(headers, rows) {
@@ -99,7 +125,8 @@ function keyValueTable(pairs) {
 // ---- API -------------------------------------------------------------------------------------------
 
 function token() {
-  return document.getElementById("token").value.trim();
+  const box = document.getElementById("token");
+  return box.hidden ? "" : box.querySelector("input").value.trim();
 }
 
 async function api(method, path, body) {
@@ -118,6 +145,7 @@ async function api(method, path, body) {
   }
   if (!response.ok) {
     const error = (payload && payload.error) || { code: String(response.status), message: response.statusText };
+    if (response.status === 401) document.getElementById("token").hidden = false;
     throw new Error(`${error.code}: ${error.message}`);
   }
   return payload;
@@ -136,91 +164,67 @@ function collection() {
   return document.getElementById("collection").value;
 }
 
-// ---- charts (SVG drawn here) -------------------------------------------------------------------------
-
-function scale(min, max, from, to) {
-  const span = max - min || 1;
-  return (value) => from + ((value - min) / span) * (to - from);
-}
-
-function outcomeChart(outcomes) {
-  const points = outcomes.filter((o) => o.outcome_score !== null || o.success_rate !== null);
-  if (!points.length) return el("p", { className: "muted" }, "No ended session has an outcome score or judged memories yet.");
-  const width = 640, height = 220, pad = 34;
-  const x = scale(0, Math.max(points.length - 1, 1), pad, width - pad);
-  const y = scale(0, 1, height - pad, pad / 2);
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", role: "img", "aria-label": "Success per session" });
-  for (const tick of [0, 0.5, 1]) {
-    chart.append(svg("line", { x1: pad, x2: width - pad, y1: y(tick), y2: y(tick), class: "axis" }));
-    chart.append(svg("text", { x: 4, y: y(tick) + 4 }, tick.toFixed(1)));
-  }
-  const line = (key, cls) => {
-    const coords = points.map((p, i) => (p[key] === null ? null : `${x(i)},${y(p[key])}`)).filter((c) => c);
-    if (coords.length) chart.append(svg("polyline", { points: coords.join(" "), class: cls }));
-  };
-  line("outcome_score", "score");
-  line("success_rate", "rate");
-  points.forEach((p, i) => {
-    const value = p.outcome_score !== null ? p.outcome_score : p.success_rate;
-    const cls = value >= 0.5 ? "ok" : "bad";
-    const dot = svg("circle", { cx: x(i), cy: y(value), r: 4, class: cls, onclick: () => go(`#/session/${p.session_id}`) });
-    dot.append(svg("title", {}, `${shortTime(p.created_at)} outcome=${p.outcome_score} success_rate=${p.success_rate}`));
-    chart.append(dot);
-  });
-  chart.append(svg("text", { x: pad, y: height - 8 }, shortTime(points[0].created_at)));
-  chart.append(svg("text", { x: width - pad - 120, y: height - 8 }, shortTime(points[points.length - 1].created_at)));
-  const legend = el(
-    "div",
-    { className: "legend" },
-    el("span", {}, "── outcome_score"),
-    el("span", {}, "- - success rate of judged memories"),
-  );
-  return el("div", {}, chart, legend);
-}
-
-function barChart(items) {
-  if (!items.length) return el("p", { className: "muted" }, "No memories yet.");
-  const width = 640, row = 22, labelWidth = 150;
-  const max = Math.max(...items.map((i) => i.count));
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${items.length * row + 4}`, width: "100%", role: "img", "aria-label": "Categories" });
-  items.forEach((item, i) => {
-    const w = ((width - labelWidth - 50) * item.count) / max;
-    chart.append(svg("text", { x: 0, y: i * row + 15 }, item.category));
-    chart.append(svg("rect", { x: labelWidth, y: i * row + 4, width: Math.max(w, 1), height: row - 8, class: "bar" }));
-    chart.append(svg("text", { x: labelWidth + w + 6, y: i * row + 15 }, item.count));
-  });
-  return chart;
-}
-
 // ---- views -----------------------------------------------------------------------------------------
 
-async function dashboard() {
-  const stats = await api("GET", `/api/stats${query({ collection: collection() })}`);
-  const card = (value, label) => el("div", { className: "card" }, el("div", { className: "value" }, value), el("div", { className: "label" }, label));
-  show(
-    el("h2", {}, "Dashboard"),
+function categoryBars(items) {
+  if (!items.length) return el("p", { className: "muted" }, "No memories yet.");
+  const most = Math.max(...items.map((i) => i.count));
+  return el(
+    "table",
+    { className: "bars", "aria-label": "Categories" },
     el(
-      "div",
-      { className: "cards", id: "totals" },
-      card(stats.memories.total, "memories"),
-      card(stats.memories.active, "active"),
-      card(stats.memories.facts, "facts"),
-      card(stats.memories.perceptions, "perceptions"),
-      card(stats.last_24h, "last 24 h"),
-      card(stats.sessions.total, "sessions"),
-    ),
-    el("div", { className: "panel" }, el("h3", {}, "Success per session over time"), outcomeChart(stats.session_outcomes)),
-    el("div", { className: "panel" }, el("h3", {}, "Categories"), barChart(stats.categories)),
-    el(
-      "div",
-      { className: "panel" },
-      el("h3", {}, "Collections"),
-      table(
-        ["collection", "memories", "active", "sessions", "last activity"],
-        stats.collections.map((c) => el("tr", {}, el("td", {}, c.collection), el("td", {}, c.memories), el("td", {}, c.active), el("td", {}, c.sessions), el("td", {}, shortTime(c.last_at)))),
-      ),
+      "tbody",
+      {},
+      items.map((item) => {
+        const bar = el("span", { className: "bar" });
+        bar.style.width = `${Math.max(0.5, (100 * item.count) / most)}%`;
+        return el("tr", {}, el("th", {}, item.category), el("td", { className: "bar-cell" }, bar), el("td", { className: "num" }, item.count));
+      }),
     ),
   );
+}
+
+async function dashboard() {
+  const current = claim();
+  const stats = await api("GET", `/api/stats${query({ collection: collection() })}`);
+  if (!current()) return;
+  const card = (value, label) => el("div", { className: "card" }, el("div", { className: "value" }, value), el("div", { className: "label" }, label));
+  measured("dashboard", () => {
+    const outcomes = el("div", { id: "outcome-chart", className: "chart" });
+    show(
+      el("h2", {}, "Dashboard"),
+      el(
+        "div",
+        { className: "cards", id: "totals" },
+        card(stats.memories.total, "memories"),
+        card(stats.memories.active, "active"),
+        card(stats.memories.facts, "facts"),
+        card(stats.memories.perceptions, "perceptions"),
+        card(stats.last_24h, "last 24 h"),
+        card(stats.sessions.total, "sessions"),
+      ),
+      el(
+        "div",
+        { className: "panel" },
+        el("h3", {}, "Success per session over time"),
+        el("p", { className: "muted" }, "Each ended session: its outcome_score, and the share of its memories with task.success true among those with task.success. Click a point to open the session."),
+        outcomes,
+      ),
+      el("div", { className: "panel" }, el("h3", {}, "Categories"), categoryBars(stats.categories)),
+      el(
+        "div",
+        { className: "panel" },
+        el("h3", {}, "Collections"),
+        table(
+          ["collection", "memories", "active", "sessions", "last activity"],
+          stats.collections.map((c) => el("tr", {}, el("td", {}, c.collection), el("td", {}, c.memories), el("td", {}, c.active), el("td", {}, c.sessions), el("td", {}, shortTime(c.last_at)))),
+        ),
+      ),
+    );
+    const judged = stats.session_outcomes.filter((o) => o.outcome_score !== null || o.success_rate !== null);
+    if (judged.length) Charts.outcomes(outcomes, { width: plotWidth(outcomes), sessions: judged, open: (id) => go(`#/session/${id}`) }).batch(() => {});
+    else outcomes.append(el("p", { className: "muted" }, "No ended session has an outcome score or judged memories yet."));
+  });
 }
 
 function memoryRows(memories, withScore) {
@@ -243,6 +247,7 @@ function filterField(label, node) {
 }
 
 async function memoriesView() {
+  const current = claim();
   const f = state.memoryFilters;
   const select = (name, options) =>
     el("select", { name }, options.map((o) => el("option", { value: o, selected: f[name] === o }, o || "any")));
@@ -269,7 +274,7 @@ async function memoriesView() {
     state.memoryFilters = {};
     for (const [key, value] of data.entries()) if (key !== "q" && value !== "") state.memoryFilters[key] = String(value);
     state.memoryOffset = 0;
-    memoriesView().catch(report);
+    run(memoriesView);
   });
   const results = el("div", { id: "memory-results" });
   show(el("h2", {}, "Memories"), form, results);
@@ -279,6 +284,7 @@ async function memoriesView() {
       "GET",
       `/api/search${query({ query: state.memoryQuery, collection: collection(), context_filter: f.context_filter, n: 50, min_confidence: f.min_confidence || 0 })}`,
     );
+    if (!current()) return;
     results.replaceChildren(
       el("p", { className: "muted" }, `${found.total} found (${found.mode}, ${found.query_ms} ms) in collection ${collection() || "default"}`),
       table(["id", "content", "category", "conf.", "", "score"], memoryRows(found.memories, true)),
@@ -294,13 +300,14 @@ async function memoriesView() {
       limit, offset: state.memoryOffset,
     })}`,
   );
+  if (!current()) return;
   const last = Math.min(page.offset + page.memories.length, page.total);
   const pager = el(
     "div",
     { className: "pager" },
-    el("button", { type: "button", disabled: page.offset === 0, onclick: () => { state.memoryOffset = Math.max(0, page.offset - limit); memoriesView().catch(report); } }, "‹ Prev"),
+    el("button", { type: "button", disabled: page.offset === 0, onclick: () => { state.memoryOffset = Math.max(0, page.offset - limit); run(memoriesView); } }, "‹ Prev"),
     el("span", { id: "page-info" }, page.total ? `${page.offset + 1}–${last} of ${page.total}` : "0 memories"),
-    el("button", { type: "button", disabled: last >= page.total, onclick: () => { state.memoryOffset = page.offset + limit; memoriesView().catch(report); } }, "Next ›"),
+    el("button", { type: "button", disabled: last >= page.total, onclick: () => { state.memoryOffset = page.offset + limit; run(memoriesView); } }, "Next ›"),
   );
   results.replaceChildren(pager, table(["id", "content", "category", "conf.", "", "created"], memoryRows(page.memories, false)));
 }
@@ -319,7 +326,9 @@ function sectionTable(title, section) {
 }
 
 async function memoryDetail(id) {
+  const current = claim();
   const m = await api("GET", `/api/memory/${encodeURIComponent(id)}`);
+  if (!current()) return;
   const other = Object.fromEntries(Object.entries(m.context || {}).filter(([k]) => !["params", "spatial", "robot", "task"].includes(k)));
   const lineage = [];
   if (m.superseded_by) lineage.push(el("div", {}, "superseded by ", memoryLink(m.superseded_by)));
@@ -342,6 +351,8 @@ async function memoryDetail(id) {
       ["confidence", Number(m.confidence).toFixed(3)],
       ["tags", m.tags.map((t) => el("span", { className: "badge" }, t))],
       ["collection", m.collection],
+      ["robot_id", el("span", { title: "the robot whose experience this is (docs/fleet.md)" }, m.robot_id || "—")],
+      ["uid", el("code", { title: "stable across export, import and sync" }, m.uid || "—")],
       ["session", m.session_id ? sessionLink(m.session_id) : "—"],
       ["created / updated", `${shortTime(m.created_at)} / ${shortTime(m.updated_at)}`],
       ["accessed", `${m.access_count}× ${m.last_accessed ? "last " + shortTime(m.last_accessed) : ""}`],
@@ -407,152 +418,29 @@ async function forgetMemory(id, reason) {
   }
 }
 
-function sessionRows(sessions) {
-  return sessions.map((s) =>
-    el(
-      "tr",
-      { className: "clickable", onclick: () => go(`#/session/${s.session_id}`) },
-      el("td", {}, sessionLink(s.session_id)),
-      el("td", {}, s.collection),
-      el("td", {}, s.status),
-      el("td", {}, shortTime(s.created_at)),
-      el("td", {}, s.outcome_score === null ? "—" : Number(s.outcome_score).toFixed(2)),
-      el("td", {}, s.success_rate === null ? "—" : `${Math.round(s.success_rate * 100)}% of ${s.successes + s.failures}`),
-      el("td", {}, s.memory_count),
-    ),
-  );
-}
-
-async function sessionsView() {
-  const limit = 25;
-  const page = await api("GET", `/api/sessions${query({ collection: collection(), limit, offset: state.sessionOffset })}`);
-  const last = Math.min(page.offset + page.sessions.length, page.total);
-  show(
-    el("h2", {}, "Sessions"),
-    el(
-      "div",
-      { className: "pager" },
-      el("button", { type: "button", disabled: page.offset === 0, onclick: () => { state.sessionOffset = Math.max(0, page.offset - limit); sessionsView().catch(report); } }, "‹ Prev"),
-      el("span", {}, page.total ? `${page.offset + 1}–${last} of ${page.total}` : "no sessions"),
-      el("button", { type: "button", disabled: last >= page.total, onclick: () => { state.sessionOffset = page.offset + limit; sessionsView().catch(report); } }, "Next ›"),
-    ),
-    table(["session", "collection", "status", "started", "outcome", "success rate", "memories"], sessionRows(page.sessions)),
-  );
-}
-
-async function sessionView(id) {
-  const episode = await api("GET", `/api/sessions/${encodeURIComponent(id)}/memories`);
-  const s = episode.session;
-  show(
-    el("h2", {}, "Session ", el("code", {}, s.session_id)),
-    keyValueTable([
-      ["collection", s.collection],
-      ["status", s.status],
-      ["started / ended", `${shortTime(s.created_at)} / ${shortTime(s.ended_at) || "—"}`],
-      ["outcome score", s.outcome_score === null ? "—" : Number(s.outcome_score).toFixed(2)],
-      ["success rate", s.success_rate === null ? "—" : `${Math.round(s.success_rate * 100)}% (${s.successes} of ${s.successes + s.failures})`],
-      ["context", el("pre", {}, json(s.context))],
-    ]),
-    el("h3", {}, `Timeline (${episode.total})`),
-    el(
-      "ol",
-      { className: "timeline", id: "timeline" },
-      episode.memories.map((m) => {
-        const success = successOf(m);
-        return el(
-          "li",
-          { className: success === true ? "ok" : success === false ? "bad" : "" },
-          el("span", { className: "time" }, shortTime(m.created_at)),
-          memoryLink(m.id),
-          " ",
-          el("span", { className: "badge" }, m.type === "perception" ? m.perception_type : m.category),
-          m.status !== "active" ? el("span", { className: `badge status-${m.status}` }, m.status) : null,
-          " ",
-          el("span", { className: "timeline-content" }, m.content),
-        );
-      }),
-    ),
-  );
-}
-
-async function spatialView() {
-  const stats = await api("GET", `/api/stats${query({ collection: collection() })}`);
-  const fields = stats.spatial_fields;
-  if (!fields.length) {
-    show(el("h2", {}, "Spatial"), el("p", { className: "muted" }, "No memory has a spatial.* coordinate list in its context."));
-    return;
-  }
-  if (!fields.includes(state.spatialField)) state.spatialField = fields[0];
-  const fieldSelect = el("select", { id: "spatial-field" }, fields.map((f) => el("option", { value: f, selected: f === state.spatialField }, f)));
-  const axisX = el("select", { id: "axis-x" }, [0, 1, 2].map((i) => el("option", { value: i, selected: i === 0 }, `[${i}]`)));
-  const axisY = el("select", { id: "axis-y" }, [0, 1, 2].map((i) => el("option", { value: i, selected: i === 1 }, `[${i}]`)));
-  const plot = el("div", { id: "spatial-plot" });
-  const draw = async () => {
-    state.spatialField = fieldSelect.value;
-    const data = await api("GET", `/api/spatial${query({ field: fieldSelect.value, collection: collection() })}`);
-    plot.replaceChildren(scatter(data.points, Number(axisX.value), Number(axisY.value)));
-  };
-  for (const control of [fieldSelect, axisX, axisY]) control.addEventListener("change", () => draw().catch(report));
-  show(
-    el("h2", {}, "Spatial"),
-    el("div", { className: "filters" }, filterField("Field", fieldSelect), filterField("x axis", axisX), filterField("y axis", axisY)),
-    el(
-      "div",
-      { className: "legend" },
-      el("span", {}, el("span", { className: "swatch ok" }), "task.success true"),
-      el("span", {}, el("span", { className: "swatch bad" }), "false"),
-      el("span", {}, el("span", { className: "swatch unknown" }), "unknown"),
-    ),
-    plot,
-  );
-  await draw();
-}
-
-function scatter(points, ix, iy) {
-  const usable = points.filter((p) => typeof p.coordinates[ix] === "number" && typeof p.coordinates[iy] === "number");
-  if (!usable.length) return el("p", { className: "muted" }, "No point has numbers on both chosen axes.");
-  const width = 640, height = 420, pad = 40;
-  const xs = usable.map((p) => p.coordinates[ix]);
-  const ys = usable.map((p) => p.coordinates[iy]);
-  const margin = (values) => (Math.max(...values) - Math.min(...values)) * 0.06 || 0.5;
-  const x = scale(Math.min(...xs) - margin(xs), Math.max(...xs) + margin(xs), pad, width - pad);
-  const y = scale(Math.min(...ys) - margin(ys), Math.max(...ys) + margin(ys), height - pad, pad);
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, width: "100%", id: "scatter", role: "img", "aria-label": "Spatial plot" });
-  chart.append(svg("line", { x1: pad, x2: width - pad, y1: height - pad, y2: height - pad, class: "axis" }));
-  chart.append(svg("line", { x1: pad, x2: pad, y1: pad, y2: height - pad, class: "axis" }));
-  const minX = Math.min(...xs), maxX = Math.max(...xs), minY = Math.min(...ys), maxY = Math.max(...ys);
-  chart.append(svg("text", { x: x(minX) - 10, y: height - pad + 16 }, minX.toFixed(3)));
-  chart.append(svg("text", { x: x(maxX) - 10, y: height - pad + 16 }, maxX.toFixed(3)));
-  chart.append(svg("text", { x: 2, y: y(minY) + 4 }, minY.toFixed(3)));
-  chart.append(svg("text", { x: 2, y: y(maxY) + 4 }, maxY.toFixed(3)));
-  chart.append(svg("text", { x: width / 2 - 20, y: height - 6 }, `[${ix}]`));
-  chart.append(svg("text", { x: 4, y: pad - 14 }, `[${iy}]`));
-  for (const p of usable) {
-    const cls = p.success === true ? "ok" : p.success === false ? "bad" : "unknown";
-    const dot = svg("circle", { cx: x(p.coordinates[ix]), cy: y(p.coordinates[iy]), r: 6, class: `point ${cls}`, "data-id": p.memory_id, onclick: () => go(`#/memory/${p.memory_id}`) });
-    dot.append(svg("title", {}, `#${p.memory_id} ${p.content} ${JSON.stringify(p.coordinates)}`));
-    chart.append(dot);
-  }
-  return chart;
-}
-
 async function failuresView() {
+  const current = claim();
   const failures = await api("GET", `/api/recent-failures${query({ collection: collection() })}`);
-  show(
-    el("h2", {}, "Recent failures"),
-    el("h3", {}, "Failed episodes"),
-    failures.sessions.length
-      ? table(["session", "collection", "status", "started", "outcome", "success rate", "memories"], sessionRows(failures.sessions))
-      : el("p", { className: "muted" }, "No failed episode."),
-    el("h3", {}, "Failure lessons"),
-    failures.memories.length
-      ? table(["id", "content", "category", "conf.", "", "created"], memoryRows(failures.memories, false))
-      : el("p", { className: "muted" }, "No failure recorded."),
+  if (!current()) return;
+  measured("failures", () =>
+    show(
+      el("h2", {}, "Recent failures"),
+      el("h3", {}, "Failed episodes"),
+      el("p", { className: "muted" }, "Ended sessions whose outcome is a failure: an outcome_score below 0.5, or without a score, fewer than half of their judged memories with task.success true."),
+      failures.sessions.length ? sessionTable(failures.sessions) : el("p", { className: "muted" }, "No failed episode."),
+      el("h3", {}, "Failure lessons"),
+      el("p", { className: "muted" }, "Active memories with task.success false, the failure tag, or the category root_cause, postmortem or gotcha."),
+      failures.memories.length
+        ? table(["id", "content", "category", "conf.", "", "created"], memoryRows(failures.memories, false))
+        : el("p", { className: "muted" }, "No failure recorded."),
+    ),
   );
 }
 
 async function doctorView() {
+  const current = claim();
   const report = await api("GET", "/api/doctor");
+  if (!current()) return;
   show(
     el("h2", {}, "Doctor ", el("span", { className: report.ok ? "badge ok" : "badge bad" }, report.ok ? "ok" : "needs attention")),
     keyValueTable([
@@ -580,25 +468,30 @@ function report(err) {
   setStatus(err.message || String(err), "error");
 }
 
+const VIEWS = {
+  "": ["dashboard", () => dashboard()],
+  memories: ["memories", () => memoriesView()],
+  memory: ["memories", (id) => memoryDetail(id)],
+  sessions: ["sessions", () => sessionsView()],
+  session: ["sessions", (id) => sessionView(id)],
+  map: ["map", () => mapView()],
+  spatial: ["map", () => mapView()],
+  params: ["params", () => paramsView()],
+  failures: ["failures", () => failuresView()],
+  doctor: ["doctor", () => doctorView()],
+};
+
 async function route() {
   const hash = location.hash || "#/";
   const [, name, arg] = hash.match(/^#\/([^/]*)\/?(.*)$/) || [null, "", ""];
-  const id = decodeURIComponent(arg || "");
-  const names = { "": "dashboard", memories: "memories", memory: "memories", sessions: "sessions", session: "sessions", spatial: "spatial", failures: "failures", doctor: "doctor" };
-  for (const link of document.querySelectorAll("#nav a")) link.classList.toggle("active", link.dataset.view === names[name]);
-  setStatus("");
-  try {
-    if (name === "memories") await memoriesView();
-    else if (name === "memory") await memoryDetail(id);
-    else if (name === "sessions") await sessionsView();
-    else if (name === "session") await sessionView(id);
-    else if (name === "spatial") await spatialView();
-    else if (name === "failures") await failuresView();
-    else if (name === "doctor") await doctorView();
-    else await dashboard();
-  } catch (err) {
-    report(err);
+  const [section, render] = VIEWS[name] || VIEWS[""];
+  for (const link of document.querySelectorAll("#nav a")) {
+    const active = link.dataset.view === section;
+    link.classList.toggle("active", active);
+    if (active) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
   }
+  await run(() => render(decodeURIComponent(arg || "")));
 }
 
 async function loadCollections() {
@@ -611,10 +504,22 @@ async function loadCollections() {
   }
 }
 
+// The token box appears only when the server asks for a token on writes (or a write was refused).
+async function loadServer() {
+  const box = document.getElementById("token");
+  const input = box.querySelector("input");
+  input.value = sessionStorage.getItem("robotmem-token") || "";
+  input.addEventListener("change", () => sessionStorage.setItem("robotmem-token", input.value.trim()));
+  try {
+    const server = await api("GET", "/api/server");
+    box.hidden = !server.token_required;
+  } catch (err) {
+    report(err);
+  }
+}
+
 document.addEventListener("DOMContentLoaded", async () => {
-  const tokenInput = document.getElementById("token");
-  tokenInput.value = sessionStorage.getItem("robotmem-token") || "";
-  tokenInput.addEventListener("change", () => sessionStorage.setItem("robotmem-token", tokenInput.value.trim()));
+  await loadServer();
   document.getElementById("collection").addEventListener("change", () => route());
   window.addEventListener("hashchange", () => route());
   await loadCollections();
