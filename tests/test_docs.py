@@ -127,6 +127,9 @@ def test_json_examples_in_the_filters_page_are_valid() -> None:
         json.loads(span)  # every inline object example is valid JSON
 
 
+FILE_SUFFIXES = {"py", "js", "css", "html", "md", "json", "png", "toml", "txt"}  # `charts.js` is a file
+
+
 def code_spans(markdown: str) -> set[str]:
     return set(re.findall(r"`([^`\n]+)`", markdown))
 
@@ -168,7 +171,7 @@ def test_every_module_attribute_the_recipes_name_exists(page: str) -> None:
     wrong = []
     for span in code_spans(read(page)):
         match = re.fullmatch(r"([a-z_]+)\.([A-Za-z_]+)", span)
-        if match is None or match.group(2) == "py" or len(by_stem.get(match.group(1), [])) != 1:
+        if match is None or match.group(2) in FILE_SUFFIXES or len(by_stem.get(match.group(1), [])) != 1:
             continue
         module = importlib.import_module(by_stem[match.group(1)][0])
         if not hasattr(module, match.group(2)):
