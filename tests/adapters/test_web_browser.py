@@ -222,3 +222,28 @@ def test_stored_markup_never_executes(site: tuple[str, dict[str, Any]], page: An
     assert page.evaluate("window.__pwned") is None
     assert page.locator("main script, main img").count() == 0
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_search_under_all_searches_every_collection(
+    site: tuple[str, dict[str, Any]], memory: RobotMemory, page: Any
+) -> None:
+    base, _ = site
+    expect = _sync_api().expect
+    memory.learn("the gripper slipped on the lab bench", collection="lab")
+    page.goto(base + "/#/memories")
+    expect(page.locator("#collection option[value=lab]")).to_have_count(1)
+    page.fill("#search-input", "gripper slipped bench grip force")
+    page.press("#search-input", "Enter")
+    summary = page.locator("#search-summary")
+    expect(summary).to_contain_text("in collections default, lab")
+    expect(page.locator("#memory-results")).to_contain_text("the gripper slipped on the lab bench")
+    expect(page.locator("#memory-results")).to_contain_text("grip_force=12.5N")
+    shot(page, "10-search-all-collections")
+    page.select_option("#collection", "lab")
+    page.goto(base + "/#/memories")
+    page.fill("#search-input", "gripper slipped bench grip force")
+    page.press("#search-input", "Enter")
+    expect(summary).to_contain_text("in collection lab")
+    expect(page.locator("#memory-results")).to_contain_text("the gripper slipped on the lab bench")
+    expect(page.locator("#memory-results")).not_to_contain_text("grip_force=12.5N")
+    assert page.errors == []  # type: ignore[attr-defined]

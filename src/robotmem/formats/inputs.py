@@ -38,6 +38,9 @@ MAX_QUERY_CHARS = 4000
 MAX_MEMORY_ID = 2**63 - 1  # SQLite's largest integer
 
 
+ALL_COLLECTIONS = "*"  # recall's collection that means every collection
+
+
 class OperationInput(BaseModel):
     """The parameters of one operation.
 
@@ -130,7 +133,8 @@ class RecallInput(OperationInput):
         default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
     )
     collection: str | None = Field(
-        default=None, description="Collection to search (default: the instance's)."
+        default=None,
+        description='Collection to search (default: the instance\'s); "*" searches every collection.',
     )
     include_data: bool = Field(default=False, description="Include perception data and metadata.")
     order: Literal["relevance", "time"] = Field(

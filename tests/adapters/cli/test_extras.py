@@ -19,7 +19,7 @@ import pytest
 # Spawns processes; left out of `make test-fast`.
 pytestmark = pytest.mark.slow
 
-BLOCKER = '''
+BLOCKER = """
 import os, sys
 from importlib.abc import MetaPathFinder
 
@@ -34,7 +34,7 @@ class Blocker(MetaPathFinder):
 
 
 sys.meta_path.insert(0, Blocker())
-'''
+"""
 
 
 def run_without(

@@ -63,7 +63,9 @@ def missing_extra(exc: ImportError) -> str | None:
         name = getattr(error, "name", None)
         extra = EXTRA_OF_MODULE.get((name or "").split(".")[0])
         if isinstance(error, ImportError) and extra is not None:
-            return f"this command needs the extra '{extra}' ({name} is missing): pip install 'robotmem[{extra}]'"
+            return (
+                f"this command needs the extra '{extra}' ({name} is missing): pip install 'robotmem[{extra}]'"
+            )
         error = error.__cause__ or error.__context__
     return None
 

@@ -52,7 +52,13 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
     )
     outcome = execute(engine, plan)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    return recall_result(outcome.hits, include_data=plan.include_data, mode=outcome.mode, query_ms=elapsed_ms)
+    return recall_result(
+        outcome.hits,
+        include_data=plan.include_data,
+        mode=outcome.mode,
+        query_ms=elapsed_ms,
+        collections=outcome.searched,
+    )
 
 
 def related(engine: Engine, session_id: str, collection: str, texts: list[str]) -> list[RecallHit]:
