@@ -29,6 +29,7 @@ from robotmem.formats.validation import (
 )
 from robotmem.query.filters import Node, parse_filter
 from robotmem.query.spatial import SpatialSort, parse_spatial_sort
+from robotmem.rules.inheritance import check_session_robot
 
 JsonObjectOrText = Annotated[
     dict[str, Any] | str | None,
@@ -258,7 +259,11 @@ class UpdateInput(MemoryIdInput):
 class StartSessionInput(OperationInput):
     """Begin an episode."""
 
-    context: JsonObjectOrText = None
+    context: JsonObjectOrText = Field(
+        default=None,
+        description='The episode\'s context, e.g. {"robot_id": "arm-01", "task": {"name": "pick"}}: the memories '
+        "written in the session take its robot id (robot_id or robot.id) and carry its keys under their own.",
+    )
     collection: str | None = None
     __slots__ = ("_context",)
 
@@ -269,6 +274,7 @@ class StartSessionInput(OperationInput):
 
     def _check(self, settings: Settings) -> None:
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        check_session_robot("context", self._context)
         self._check_name("collection")
 
 

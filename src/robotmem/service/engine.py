@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from robotmem.config import Settings
 from robotmem.embedders import Embedder, create_embedder
@@ -19,6 +19,7 @@ from robotmem.embedders.rerank import HttpReranker
 from robotmem.errors import EmbeddingError
 from robotmem.formats.validation import parse_name
 from robotmem.records import NewMemory
+from robotmem.rules.inheritance import session_robot_id
 from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
 
 log = logging.getLogger("robotmem")
@@ -177,6 +178,15 @@ class Engine:
             return current
         tx.sessions.get_active(session_id)
         return session_id
+
+    def inheritance(self, tx: StoreTx, session: str | None, own_robot: str) -> tuple[str, dict[str, Any]]:
+        """Return the robot id and the context a memory written in ``session`` takes from it: the session
+        context's robot id, else ``own_robot`` (``robot_id``, read before the write), and the session's
+        context (``{}`` outside a session). The rule is ``robotmem.rules.inheritance``'s."""
+        if session is None:
+            return own_robot, {}
+        context = tx.sessions.get(session).context
+        return session_robot_id(context) or own_robot, context
 
     def warm_up(self) -> None:
         """Load the embedder, the vector index and any recall cache now instead of on first use."""
