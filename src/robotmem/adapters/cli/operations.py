@@ -27,7 +27,7 @@ from robotmem.formats.inputs import (
 )
 
 QUICK_START_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("start_session", "start an episode", {"context": '{"robot_id": "arm-01", "task": "push"}'}),
+    ("start_session", "start an episode", {"context": '{"robot_id": "arm-01", "task": {"name": "push"}}'}),
     (
         "learn",
         "store what worked",
