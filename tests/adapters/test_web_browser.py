@@ -246,4 +246,14 @@ def test_search_under_all_searches_every_collection(
     expect(summary).to_contain_text("in collection lab")
     expect(page.locator("#memory-results")).to_contain_text("the gripper slipped on the lab bench")
     expect(page.locator("#memory-results")).not_to_contain_text("grip_force=12.5N")
+    page.select_option("#collection", "")
+    page.goto(base + "/#/memories")
+    page.fill("input[name=context_filter]", '{"task.sucess": true}')
+    page.fill("#search-input", "grip force")
+    page.press("#search-input", "Enter")
+    expect(page.locator("#memory-results p.warning")).to_have_text(
+        "Filter warning: context_filter: no memory in collections 'default', 'lab' carries `task.sucess`; "
+        "did you mean `task.success`?"
+    )
+    shot(page, "11-filter-warning")
     assert page.errors == []  # type: ignore[attr-defined]

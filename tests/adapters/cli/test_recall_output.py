@@ -127,3 +127,22 @@ def test_the_table_shortens_content_and_context() -> None:
         "a=1",
         "b=2",
     ]
+
+
+def test_filter_warnings_and_the_session_robot_through_the_cli(tmp_path: Path) -> None:
+    started = json.loads(
+        run(tmp_path, "start-session", "--context", '{"robot_id": "arm-07", "task": {"name": "pick"}}').stdout
+    )
+    run(tmp_path, "learn", "the mug slips above 3 m/s", "--session-id", started["session_id"])
+    mine = json.loads(
+        run(tmp_path, "recall", "mug", "--robots", "arm-07", "--filter", '{"task.name": "pick"}').stdout
+    )
+    assert [m["robot_id"] for m in mine["memories"]] == ["arm-07"]
+    typo = run(tmp_path, "recall", "mug", "--filter", '{"task.nme": "pick"}', "--table").stdout.splitlines()
+    assert typo == [
+        typo[0],
+        "warning: context_filter: no memory in collection 'default' carries `task.nme`; did you mean `task.name`?",
+    ]
+    assert typo[0].startswith("0 found")
+    as_json = json.loads(run(tmp_path, "recall", "mug", "--filter", '{"task.nme": "pick"}', "--json").stdout)
+    assert as_json["warnings"] == [typo[1].removeprefix("warning: ")]
