@@ -48,8 +48,10 @@ def recall_table(result: Mapping[str, Any]) -> str:
 
 
 def context_items(context: Mapping[str, Any], limit: int = CONTEXT_KEYS) -> list[str]:
-    """Return up to ``limit`` ``path=value`` items of ``context``'s leaves, in its order (long lists elided)."""
-    return [f"{path}={_value(value)}" for path, value in _leaves(context, "")][:limit]
+    """Return up to ``limit`` ``path=value`` items of ``context``'s leaves, in its order (long lists elided;
+    the ``source`` marker robotmem adds is left out)."""
+    leaves = [(path, value) for path, value in _leaves(context, "") if path != "source"]
+    return [f"{path}={_value(value)}" for path, value in leaves][:limit]
 
 
 def _leaves(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
