@@ -112,3 +112,14 @@ def test_recall_over_every_collection(fleet: RobotMemory) -> None:
         "", collection="*", spatial_sort={"field": "spatial.p", "target": [0, 0]}, n=3
     )  # no memory has the field: every collection's memories still come back
     assert near["total"] == 3
+
+
+def test_no_write_goes_to_the_collection_named_every_collection(fleet: RobotMemory) -> None:
+    for write in (
+        lambda: fleet.learn("a lesson", collection="*"),
+        lambda: fleet.save_perception("a camera frame", collection="*"),
+        lambda: fleet.start_session(collection="*"),
+    ):
+        with pytest.raises(ValidationError, match=r"collection: '\*' means every collection"):
+            write()
+    assert fleet.recall("", collection="*")["total"] == 0

@@ -84,6 +84,14 @@ class OperationInput(BaseModel):
         if raw is not None:
             setattr(self, field, parse_name(field, raw))
 
+    def _check_target(self) -> None:
+        """Check the collection a write goes to: a name, and not ``*`` (which recall reads as every one)."""
+        self._check_name("collection")
+        if self.collection == ALL_COLLECTIONS:  # type: ignore[attr-defined]
+            raise ValidationError(
+                f"collection: {ALL_COLLECTIONS!r} means every collection to recall; name one collection to write to"
+            )
+
 
 class LearnInput(OperationInput):
     """Store one experience (an insight with its context)."""
@@ -108,7 +116,7 @@ class LearnInput(OperationInput):
     def _check(self, settings: Settings) -> None:
         self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
-        self._check_name("collection")
+        self._check_target()
         self._check_name("session_id")
 
 
@@ -210,7 +218,7 @@ class SavePerceptionInput(OperationInput):
         )
         _, self._data_json = parse_payload("data", self.data, settings.max_data_bytes)
         _, self._metadata_json = parse_payload("metadata", self.metadata, settings.max_metadata_bytes)
-        self._check_name("collection")
+        self._check_target()
         self._check_name("session_id")
 
 
@@ -275,7 +283,7 @@ class StartSessionInput(OperationInput):
     def _check(self, settings: Settings) -> None:
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
         check_session_robot("context", self._context)
-        self._check_name("collection")
+        self._check_target()
 
 
 class EndSessionInput(OperationInput):

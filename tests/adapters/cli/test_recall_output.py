@@ -97,7 +97,7 @@ def test_collection_scope_is_the_chosen_one_or_all(two_collections: Path) -> Non
     oldest = json.loads(run(two_collections, "recall", "--all-collections", "--order", "time").stdout)
     assert [m["collection"] for m in oldest["memories"]] == ["default", "arm-01"]
     shown = run(two_collections, "recall", "cup", "--all-collections", "--table").stdout
-    assert shown.splitlines()[0].endswith("in collection arm-01, default")
+    assert shown.splitlines()[0].endswith("in collections arm-01, default")
 
 
 def test_the_table_shortens_content_and_context() -> None:

@@ -18,8 +18,9 @@ CONTEXT_KEYS = 4  # context values shown per memory, in the order the context ho
 def recall_table(result: Mapping[str, Any]) -> str:
     """Return recall's ``result`` as a header line, a table and its warnings, each line ending in a newline."""
     memories = result["memories"]
-    searched = ", ".join(result.get("collections") or []) or "-"
-    lines = [f"{result['total']} found ({result['mode']}, {result['query_ms']} ms) in collection {searched}"]
+    names = result.get("collections") or []
+    where = f"collection {names[0]}" if len(names) == 1 else f"collections {', '.join(names) or '-'}"
+    lines = [f"{result['total']} found ({result['mode']}, {result['query_ms']} ms) in {where}"]
     if memories:
         with_relevance = any("relevance" in m for m in memories)
         header = ["id", "score", *(["relevance"] if with_relevance else []), "category", "content", "context"]
