@@ -114,3 +114,29 @@ def test_no_command_on_a_terminal_prints_help(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: robotmem")
     assert "recall" in done.stdout and "mcp" in done.stdout
+
+
+CORE_PYTHON = os.environ.get("ROBOTMEM_CORE_PYTHON")
+
+
+@pytest.mark.skipif(
+    not CORE_PYTHON, reason="ROBOTMEM_CORE_PYTHON names no Python of a venv with only the core installed"
+)
+def test_a_core_only_install_names_each_extra(tmp_path: Path) -> None:
+    """The same in a real venv where only ``pip install robotmem`` ran (``python -m venv v && v/bin/pip
+    install .``, then ``ROBOTMEM_CORE_PYTHON=v/bin/python``)."""
+    env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": "hash"}
+    for extra, args in (("web", ["web"]), ("mcp", ["mcp"]), ("mcp", []), ("ros", ["import-bag", "x.bag"])):
+        done = subprocess.run(
+            [str(CORE_PYTHON), "-m", "robotmem", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert_names_extra(done, extra)
+    demo = subprocess.run(
+        [str(CORE_PYTHON), "-m", "robotmem", "demo"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert demo.returncode == 0 and "Traceback" not in demo.stderr, demo.stderr
