@@ -31,6 +31,8 @@ def test_the_session_names_the_robot_and_its_context_reaches_filters(fleet: Robo
     session = fleet.start_session(context={"robot_id": "arm-01", "task": {"name": "pick", "success": False}})
     fleet.learn("grip the mug at 12 N", context={"task": {"success": True}})
     fleet.save_perception("camera: mug on the left edge", perception_type="visual")
+    during = fleet.recall("", robots="self", n=10)  # "self" is the robot the current session names
+    assert contents(during) == ["camera: mug on the left edge", "grip the mug at 12 N"]
     fleet.end_session(session["session_id"])
     fleet.learn("outside any session the instance's robot writes")
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from robotmem.config import Settings
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.embedders.rerank import HttpReranker
-from robotmem.errors import EmbeddingError
+from robotmem.errors import EmbeddingError, NotFoundError
 from robotmem.formats.validation import parse_name
 from robotmem.records import NewMemory
 from robotmem.rules.inheritance import session_robot_id
@@ -187,6 +187,23 @@ class Engine:
             return own_robot, {}
         context = tx.sessions.get(session).context
         return session_robot_id(context) or own_robot, context
+
+    def acting_robot(self) -> str:
+        """The robot this engine acts for now: the current session's, when its context names one and it is
+        still active, else ``robot_id``. Recall's ``"self"`` and its own-robot boost mean this robot."""
+        own = self.robot_id
+        current = self.current_session
+        if current is None:
+            return own
+
+        def work(tx: StoreTx) -> str | None:
+            try:
+                session = tx.sessions.get(current)
+            except NotFoundError:
+                return None
+            return session_robot_id(session.context) if session.status == "active" else None
+
+        return self.read(work) or own
 
     def warm_up(self) -> None:
         """Load the embedder, the vector index and any recall cache now instead of on first use."""

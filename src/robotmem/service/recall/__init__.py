@@ -39,6 +39,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
     """Return the most relevant memories; see ``RobotMemory.recall``."""
     started = time.perf_counter()
     settings = engine.settings
+    acting = engine.acting_robot()
     plan = RecallPlan(
         query=args.query,
         n=settings.top_k if args.n is None else args.n,
@@ -49,8 +50,8 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         spatial=args.spatial,
         include_data=args.include_data,
         order=args.order,
-        robots=resolve_robots(args.robot_ids, engine.robot_id),
-        own_robot=engine.robot_id,
+        robots=resolve_robots(args.robot_ids, acting),
+        own_robot=acting,
     )
     outcome = execute(engine, plan)
     warnings = engine.read(lambda tx: filter_warnings(tx, plan, outcome.searched, len(outcome.hits)))
