@@ -1,18 +1,30 @@
 # `make demo` and `make test` are all the set-up a fresh machine needs: each creates .venv and installs.
+# `make demo` installs the core alone (what the quick start needs); `make web-demo` adds the web extra;
+# `make test` and the other targets install every extra and the test tools.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+CORE_STAMP := $(VENV)/.core-stamp
+WEB_STAMP := $(VENV)/.web-stamp
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: demo test test-fast check lint bench bench-quick bench-postgres web-demo experiment experiment-quick clean
 
-$(STAMP): pyproject.toml
+$(CORE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $(CORE_STAMP)
+
+$(WEB_STAMP): $(CORE_STAMP)
+	$(PY) -m pip install --quiet -e '.[web]'
+	touch $(WEB_STAMP)
+
+$(STAMP): $(CORE_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,mcp,web,gym,ros,lerobot,postgres]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(CORE_STAMP)
 	$(PY) -m robotmem demo
 
 test: $(STAMP)
@@ -29,7 +41,7 @@ FAST_ENGINES ?= $(or $(ROBOTMEM_TEST_ENGINES),sqlite)
 test-fast: $(STAMP)
 	TMPDIR=$(FAST_TMPDIR) ROBOTMEM_TEST_ENGINES=$(FAST_ENGINES) $(PY) -m pytest -m "not slow" --hypothesis-profile=fast
 
-web-demo: $(STAMP)
+web-demo: $(WEB_STAMP)
 	$(PY) -m robotmem.adapters.web.demo --db $(VENV)/web-demo.db
 
 bench: $(STAMP)

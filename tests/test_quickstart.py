@@ -11,7 +11,7 @@ import pytest
 
 QUICK_START = """
 from robotmem import learn, recall, save_perception, start_session, end_session
-session = start_session(context='{"robot_id": "arm-01", "task": "push"}')
+session = start_session(context='{"robot_id": "arm-01", "task": {"name": "push"}}')
 learn(insight="grip_force=12.5N yields highest grasp success rate",
       context='{"params": {"grip_force": {"value": 12.5, "unit": "N"}}, "task": {"success": true}}')
 memories = recall(query="grip force parameters", context_filter='{"task.success": true}',
@@ -52,7 +52,7 @@ def test_readme_quick_start_runs_as_written_offline(tmp_path: Path) -> None:
 
 
 def test_quick_start_with_dict_arguments(memory) -> None:  # type: ignore[no-untyped-def]
-    session = memory.start_session(context={"robot_id": "arm-01", "task": "push"})
+    session = memory.start_session(context={"robot_id": "arm-01", "task": {"name": "push"}})
     created = memory.learn(
         insight="grip_force=12.5N yields highest grasp success rate",
         context={"params": {"grip_force": {"value": 12.5, "unit": "N"}}, "task": {"success": True}},

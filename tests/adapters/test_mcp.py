@@ -513,3 +513,33 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path) -> None:
     assert answers[3]["result"]["structuredContent"]["status"] == "created"
     assert answers[4]["result"]["structuredContent"]["total"] == 1
     assert "robotmem.mcp INFO serving MCP over stdio" in stderr  # logs went to stderr
+
+
+def test_recall_names_its_collections_warns_about_filters_and_keeps_the_session_robot(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with connect(tmp_path, tmp_path / "memory.db") as session:
+            await call(session, "start_session", context={"robot_id": "arm-07", "task": {"name": "pick"}})
+            await call(
+                session, "learn", insight="the mug slips above 3 m/s", context={"task": {"success": False}}
+            )
+            await call(session, "learn", insight="the shelf holds mugs", collection="lab")
+            mine = await call(
+                session, "recall", query="mug", robots=["arm-07"], context_filter={"task.name": "pick"}
+            )
+            assert [m["content"] for m in mine["memories"]] == ["the mug slips above 3 m/s"]
+            assert mine["memories"][0]["robot_id"] == "arm-07"
+            typo = await call(session, "recall", query="mug", context_filter={"task.sucess": False})
+            assert typo["total"] == 0 and typo["warnings"] == [
+                "context_filter: no memory in collection 'default' carries `task.sucess`; "
+                "did you mean `task.success`?"
+            ]
+            every = await call(session, "recall", query="mug", collection="*")
+            assert every["collections"] == ["default", "lab"] and every["total"] == 2
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert "warnings" in (tools["recall"].description or "")
+            assert (
+                '"*" searches every collection'
+                in tools["recall"].input_schema["properties"]["collection"]["description"]
+            )
+
+    run(main)

@@ -416,3 +416,32 @@ def test_cli_serves_with_waitress_and_refuses_public_binding(tmp_path: Path) -> 
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+def test_search_and_recall_carry_scope_warnings_and_the_session_robot(client: httpx.Client) -> None:
+    session = ok(
+        client.post("/api/start_session", json={"context": {"robot_id": "arm-07", "task": {"name": "pick"}}})
+    )
+    ok(
+        client.post(
+            "/api/learn",
+            json={"insight": "the mug slips above 3 m/s", "context": {"task": {"success": False}}},
+        )
+    )
+    ok(client.post("/api/learn", json={"insight": "the shelf holds mugs", "collection": "lab"}))
+    ok(client.post("/api/end_session", json={"session_id": session["session_id"]}))
+    mine = ok(
+        client.post(
+            "/api/recall",
+            json={"query": "mug", "robots": ["arm-07"], "context_filter": {"task.name": "pick"}},
+        )
+    )
+    assert [m["content"] for m in mine["memories"]] == ["the mug slips above 3 m/s"]
+    assert mine["memories"][0]["robot_id"] == "arm-07" and mine["collections"] == ["default"]
+    typo = ok(client.get("/api/search", params={"query": "mug", "context_filter": '{"task.sucess": false}'}))
+    assert typo["total"] == 0
+    assert typo["warnings"] == [
+        "context_filter: no memory in collection 'default' carries `task.sucess`; did you mean `task.success`?"
+    ]
+    every = ok(client.get("/api/search", params={"query": "mug", "collection": "*"}))
+    assert every["collections"] == ["default", "lab"] and every["total"] == 2

@@ -553,4 +553,38 @@ def test_token_box_shows_only_when_the_server_needs_one(memory: RobotMemory, pag
     finally:
         server.shutdown()
         thread.join(timeout=5)
+
+
+def test_search_under_all_searches_every_collection(
+    site: tuple[str, dict[str, Any]], memory: RobotMemory, page: Any
+) -> None:
+    base, _ = site
+    expect = _sync_api().expect
+    memory.learn("the gripper slipped on the lab bench", collection="lab")
+    page.goto(base + "/#/memories")
+    expect(page.locator("#collection option[value=lab]")).to_have_count(1)
+    page.fill("#search-input", "gripper slipped bench grip force")
+    page.press("#search-input", "Enter")
+    summary = page.locator("#search-summary")
+    expect(summary).to_contain_text("in collections default, lab")
+    expect(page.locator("#memory-results")).to_contain_text("the gripper slipped on the lab bench")
+    expect(page.locator("#memory-results")).to_contain_text("grip_force=12.5N")
+    shot(page, "10-search-all-collections")
+    page.select_option("#collection", "lab")
+    page.goto(base + "/#/memories")
+    page.fill("#search-input", "gripper slipped bench grip force")
+    page.press("#search-input", "Enter")
+    expect(summary).to_contain_text("in collection lab")
+    expect(page.locator("#memory-results")).to_contain_text("the gripper slipped on the lab bench")
+    expect(page.locator("#memory-results")).not_to_contain_text("grip_force=12.5N")
+    page.select_option("#collection", "")
+    page.goto(base + "/#/memories")
+    page.fill("input[name=context_filter]", '{"task.sucess": true}')
+    page.fill("#search-input", "grip force")
+    page.press("#search-input", "Enter")
+    expect(page.locator("#memory-results p.warning")).to_have_text(
+        "Filter warning: context_filter: no memory in collections 'default', 'lab' carries `task.sucess`; "
+        "did you mean `task.success`?"
+    )
+    shot(page, "11-filter-warning")
     assert page.errors == []  # type: ignore[attr-defined]

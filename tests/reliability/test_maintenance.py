@@ -154,13 +154,16 @@ def test_repair_restores_every_derived_index(filled: RobotMemory) -> None:
     assert hits[0]["id"] == 1
     assert 3 not in [m["id"] for m in filled.recall("trial 2 grip_force=2N", n=50)["memories"]]
     assert filled.get_session("lost-session")["status"] == "ended"
-    assert result["repaired"]["context_values_indexed"] == 1
+    # Memory 8's "oak shelf", and the session's robot id that each of the 31 memories written in the
+    # session carries in its context (the session's context is stored under the memory's own).
+    assert result["repaired"]["context_values_indexed"] == 32
     stored_values = query_rows(
         filled,
         sqlite="SELECT value, memory_id FROM context_values",
         postgres="SELECT value, memory_id FROM context_values",
     )
-    assert stored_values == [("oak shelf", 8)]
+    assert [row for row in stored_values if row[0] != "arm-01"] == [("oak shelf", 8)]
+    assert sorted(m for value, m in stored_values if value == "arm-01") == list(range(1, 32))
 
 
 def test_repair_of_a_healthy_database_changes_nothing_visible(filled: RobotMemory) -> None:

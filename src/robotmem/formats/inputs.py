@@ -29,6 +29,7 @@ from robotmem.formats.validation import (
 )
 from robotmem.query.filters import Node, parse_filter
 from robotmem.query.spatial import SpatialSort, parse_spatial_sort
+from robotmem.rules.inheritance import check_session_robot
 
 JsonObjectOrText = Annotated[
     dict[str, Any] | str | None,
@@ -36,6 +37,9 @@ JsonObjectOrText = Annotated[
 ]
 MAX_QUERY_CHARS = 4000
 MAX_MEMORY_ID = 2**63 - 1  # SQLite's largest integer
+
+
+ALL_COLLECTIONS = "*"  # recall's collection that means every collection
 
 
 class OperationInput(BaseModel):
@@ -80,6 +84,14 @@ class OperationInput(BaseModel):
         if raw is not None:
             setattr(self, field, parse_name(field, raw))
 
+    def _check_target(self) -> None:
+        """Check the collection a write goes to: a name, and not ``*`` (which recall reads as every one)."""
+        self._check_name("collection")
+        if self.collection == ALL_COLLECTIONS:  # type: ignore[attr-defined]
+            raise ValidationError(
+                f"collection: {ALL_COLLECTIONS!r} means every collection to recall; name one collection to write to"
+            )
+
 
 class LearnInput(OperationInput):
     """Store one experience (an insight with its context)."""
@@ -104,7 +116,7 @@ class LearnInput(OperationInput):
     def _check(self, settings: Settings) -> None:
         self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
-        self._check_name("collection")
+        self._check_target()
         self._check_name("session_id")
 
 
@@ -130,7 +142,8 @@ class RecallInput(OperationInput):
         default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
     )
     collection: str | None = Field(
-        default=None, description="Collection to search (default: the instance's)."
+        default=None,
+        description='Collection to search (default: the instance\'s); "*" searches every collection.',
     )
     include_data: bool = Field(default=False, description="Include perception data and metadata.")
     order: Literal["relevance", "time"] = Field(
@@ -205,7 +218,7 @@ class SavePerceptionInput(OperationInput):
         )
         _, self._data_json = parse_payload("data", self.data, settings.max_data_bytes)
         _, self._metadata_json = parse_payload("metadata", self.metadata, settings.max_metadata_bytes)
-        self._check_name("collection")
+        self._check_target()
         self._check_name("session_id")
 
 
@@ -254,7 +267,11 @@ class UpdateInput(MemoryIdInput):
 class StartSessionInput(OperationInput):
     """Begin an episode."""
 
-    context: JsonObjectOrText = None
+    context: JsonObjectOrText = Field(
+        default=None,
+        description='The episode\'s context, e.g. {"robot_id": "arm-01", "task": {"name": "pick"}}: the memories '
+        "written in the session take its robot id (robot_id or robot.id) and carry its keys under their own.",
+    )
     collection: str | None = None
     __slots__ = ("_context",)
 
@@ -265,7 +282,8 @@ class StartSessionInput(OperationInput):
 
     def _check(self, settings: Settings) -> None:
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
-        self._check_name("collection")
+        check_session_robot("context", self._context)
+        self._check_target()
 
 
 class EndSessionInput(OperationInput):

@@ -103,6 +103,11 @@ class RecallResult(TypedDict):
     """The search that ran (bm25_only when no embedder can run, filter_only for an empty query)."""
     query_ms: float
     """Time the recall took, in milliseconds."""
+    collections: list[str]
+    """The collections searched (every collection holding an active memory for collection "*")."""
+    warnings: list[str]
+    """Why the filter may match nothing: a path no memory in scope carries (with the nearest path that
+    exists), or an operand of a type no stored value at its path has. Empty when nothing looks wrong."""
 
 
 class ListedMemory(MemoryRecord):

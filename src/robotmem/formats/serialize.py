@@ -152,13 +152,24 @@ def hit_to_dict(hit: Hit, *, include_data: bool) -> RecallHit:
     return record
 
 
-def recall_result(hits: Sequence[Hit], *, include_data: bool, mode: str, query_ms: float) -> RecallResult:
-    """Return recall's result: the hits best first, their count, the search that ran and its time."""
+def recall_result(
+    hits: Sequence[Hit],
+    *,
+    include_data: bool,
+    mode: str,
+    query_ms: float,
+    collections: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+) -> RecallResult:
+    """Return recall's result: the hits best first, their count, the search that ran and its time, the
+    collections searched and the filter's warnings."""
     return {
         "memories": [hit_to_dict(hit, include_data=include_data) for hit in hits],
         "total": len(hits),
         "mode": mode,  # type: ignore[typeddict-item]
         "query_ms": round(query_ms, 3),
+        "collections": list(collections),
+        "warnings": list(warnings),
     }
 
 

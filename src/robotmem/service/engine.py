@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from robotmem.config import Settings
 from robotmem.embedders import Embedder, create_embedder
 from robotmem.embedders.rerank import HttpReranker
-from robotmem.errors import EmbeddingError
+from robotmem.errors import EmbeddingError, NotFoundError
 from robotmem.formats.validation import parse_name
 from robotmem.records import NewMemory
+from robotmem.rules.inheritance import session_robot_id
 from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
 
 log = logging.getLogger("robotmem")
@@ -177,6 +178,32 @@ class Engine:
             return current
         tx.sessions.get_active(session_id)
         return session_id
+
+    def inheritance(self, tx: StoreTx, session: str | None, own_robot: str) -> tuple[str, dict[str, Any]]:
+        """Return the robot id and the context a memory written in ``session`` takes from it: the session
+        context's robot id, else ``own_robot`` (``robot_id``, read before the write), and the session's
+        context (``{}`` outside a session). The rule is ``robotmem.rules.inheritance``'s."""
+        if session is None:
+            return own_robot, {}
+        context = tx.sessions.get(session).context
+        return session_robot_id(context) or own_robot, context
+
+    def acting_robot(self) -> str:
+        """The robot this engine acts for now: the current session's, when its context names one and it is
+        still active, else ``robot_id``. Recall's ``"self"`` and its own-robot boost mean this robot."""
+        own = self.robot_id
+        current = self.current_session
+        if current is None:
+            return own
+
+        def work(tx: StoreTx) -> str | None:
+            try:
+                session = tx.sessions.get(current)
+            except NotFoundError:
+                return None
+            return session_robot_id(session.context) if session.status == "active" else None
+
+        return self.read(work) or own
 
     def warm_up(self) -> None:
         """Load the embedder, the vector index and any recall cache now instead of on first use."""

@@ -181,11 +181,13 @@ class RobotMemory:
         order: str = "relevance",
         robots: list[str] | str | None = None,
     ) -> RecallResult:
-        """Return ``{"memories", "total", "mode", "query_ms"}`` for the most relevant memories.
+        """Return ``{"memories", "total", "mode", "query_ms", "collections", "warnings"}`` for the most
+        relevant memories: ``collections`` names the collections searched (``collection="*"``: every one),
+        ``warnings`` why the filter may match nothing (docs/filters.md).
 
-        ``robots`` scopes recall to those robot ids (``"self"`` is this robot; a list or a comma-separated
-        string); by default every robot's memories in the store are searched, this robot's own scored
-        ``own_robot_boost`` times higher. Raises ``ValidationError`` for a bad ``n``/``min_confidence``/
+        ``robots`` scopes recall to those robot ids (``"self"`` is this robot: the current session's when
+        its context names one; a list or a comma-separated string); by default every robot's memories in
+        the store are searched, this robot's own scored ``own_robot_boost`` times higher. Raises ``ValidationError`` for a bad ``n``/``min_confidence``/
         filter/spatial sort/``robots``.
         """
         return recall.recall(self._engine, self._input(RecallInput, locals()))

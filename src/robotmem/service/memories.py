@@ -30,6 +30,7 @@ from robotmem.rules.dedup import (
     find_jaccard_duplicate,
     same_experience_as,
 )
+from robotmem.rules.inheritance import inherited_context
 from robotmem.service.engine import Engine, iso
 from robotmem.store.protocol import FloatArray, StoreTx, VectorQuery
 from robotmem.text.classify import Classification, build_context, classify
@@ -56,6 +57,7 @@ def learn(engine: Engine, args: LearnInput) -> LearnResult:
 
     def work(tx: StoreTx) -> LearnResult:
         session = engine.session_for_write(tx, args.session_id)
+        writer, session_context = engine.inheritance(tx, session, robot)
         existing = tx.memories.find_exact(target, digest)
         if existing is not None:
             return duplicate_result(Duplicate("exact", existing, 1.0))
@@ -69,7 +71,7 @@ def learn(engine: Engine, args: LearnInput) -> LearnResult:
             content_hash=digest,
             category=found.category,
             confidence=found.confidence,
-            context=stored_context,
+            context=inherited_context(session_context, stored_context),
             scope_files=found.scope_files,
             scope_entities=found.scope_entities,
             session_id=session,
@@ -77,7 +79,7 @@ def learn(engine: Engine, args: LearnInput) -> LearnResult:
             tags=found.tags,
             index_body=index_text(text),
             created_at=engine.now(),
-            robot_id=robot,
+            robot_id=writer,
         )
         memory_id = engine.insert(tx, [new], [None if vector is None else vector.vector])[0]
         if episode is not None and episode[0] == session and vector is not None:
@@ -174,6 +176,8 @@ def update(engine: Engine, args: UpdateInput) -> UpdateResult:
         user_context = new_context if new_context is not None else _user_context(memory)
         found = classify(text, user_context)
         stored_context = build_context(user_context, found, source=memory.context.get("source", "learn"))
+        if new_context is not None and memory.session_id is not None:  # the session's context stays under it
+            stored_context = inherited_context(tx.sessions.get(memory.session_id).context, stored_context)
         tx.memories.replace_content(
             memory.id,
             content=text,

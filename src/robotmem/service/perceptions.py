@@ -18,6 +18,7 @@ from robotmem.formats.inputs import SavePerceptionInput
 from robotmem.formats.results import PerceptionResult
 from robotmem.formats.serialize import perception_results
 from robotmem.records import NewMemory
+from robotmem.rules.inheritance import inherited_context
 from robotmem.service.engine import Engine
 from robotmem.store.protocol import FloatArray, StoreTx
 from robotmem.text.classify import Classification, classify_perception
@@ -66,7 +67,8 @@ def insert(
         if p.args.session_id not in sessions:
             sessions[p.args.session_id] = engine.session_for_write(tx, p.args.session_id)
     now = engine.now()
-    robot = engine.robot_id
+    own = engine.robot_id
+    inherited = {session: engine.inheritance(tx, session, own) for session in set(sessions.values())}
     ids = engine.insert(
         tx,
         [
@@ -77,7 +79,9 @@ def insert(
                 content_hash=None,
                 category="perception",
                 confidence=p.found.confidence,
-                context={"source": "save_perception"},
+                context=inherited_context(
+                    inherited[sessions[p.args.session_id]][1], {"source": "save_perception"}
+                ),
                 scope_files=p.found.scope_files,
                 scope_entities=p.found.scope_entities,
                 session_id=sessions[p.args.session_id],
@@ -87,7 +91,7 @@ def insert(
                 created_at=now,
                 data_json=p.args.data_json,
                 metadata_json=p.args.metadata_json,
-                robot_id=robot,
+                robot_id=inherited[sessions[p.args.session_id]][0],
             )
             for p in prepared
         ],

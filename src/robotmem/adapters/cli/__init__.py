@@ -7,7 +7,9 @@
     evaluate     eval
     data         import-bag, import-lerobot, export-mcap
 
-A ``RobotMemError`` becomes ``Error: <message>`` on stderr and exit status 2.
+A ``RobotMemError`` becomes ``Error: <message>`` on stderr and exit status 2, and so does a missing optional
+extra (``Error: … pip install 'robotmem[web]'``, no traceback). With no command, on a terminal the help is
+printed; with stdin not a terminal (an MCP client's pipe) MCP is served over stdio, as ``robotmem mcp``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 
 from robotmem import RobotMemError
 from robotmem.adapters.cli import data, evaluate, maintenance, operations, servers, transfer
-from robotmem.adapters.cli.common import common_options, configure_logging
+from robotmem.adapters.cli.common import common_options, configure_logging, missing_extra
 from robotmem.config import load_settings
 
 COMMAND_GROUPS = (operations, servers, maintenance, transfer, evaluate, data)
@@ -36,15 +38,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; with no command, serve MCP over stdio."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; with no command, print the help on a terminal, else serve MCP over stdio."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command is None:
-        args = build_parser().parse_args(["mcp", *(argv or [])])
+        if sys.stdin is not None and sys.stdin.isatty():
+            parser.print_help()
+            return 0
+        args = parser.parse_args(["mcp", *(argv or [])])
     try:
         configure_logging(load_settings(os.environ).log_level)
         return int(args.run(args))
     except RobotMemError as exc:
         print(f"Error: {exc.message}", file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        hint = missing_extra(exc)
+        if hint is None:
+            raise
+        print(f"Error: {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

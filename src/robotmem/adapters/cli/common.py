@@ -14,6 +14,25 @@ from robotmem.formats import strict_json
 
 EMBED_BACKENDS = ["auto", "bundled", "onnx", "ollama", "openai", "hash", "none"]
 
+# The optional extra that installs each top-level module a command may need.
+EXTRA_OF_MODULE = {
+    "mcp": "mcp",
+    "flask": "web",
+    "flask_openapi3": "web",
+    "waitress": "web",
+    "werkzeug": "web",
+    "rosbags": "ros",
+    "mcap": "ros",
+    "pyarrow": "lerobot",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "pgvector": "postgres",
+    "gymnasium": "gym",
+    "gymnasium_robotics": "gym",
+    "mujoco": "gym",
+    "fastembed": "onnx",
+}
+
 
 def common_options() -> argparse.ArgumentParser:
     """Return the parent parser of ``--db``, ``--collection`` and ``--embed-backend``."""
@@ -33,6 +52,22 @@ def progress_options() -> argparse.ArgumentParser:
         "--no-progress", dest="no_progress", action="store_true", help="draw no progress bar on stderr"
     )
     return progress
+
+
+def missing_extra(exc: ImportError) -> str | None:
+    """Return the one-line message for an import that failed because an optional extra is not installed
+    (``None`` when the missing module belongs to no extra). The chain of causes is followed: the
+    integrations re-raise the failed import with a hint of their own."""
+    error: BaseException | None = exc
+    while error is not None:
+        name = getattr(error, "name", None)
+        extra = EXTRA_OF_MODULE.get((name or "").split(".")[0])
+        if isinstance(error, ImportError) and extra is not None:
+            return (
+                f"this command needs the extra '{extra}' ({name} is missing): pip install 'robotmem[{extra}]'"
+            )
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def print_json(value: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any
 
 from robotmem import RobotMemory
 from robotmem.adapters.cli.common import open_memory, print_json
+from robotmem.adapters.cli.tables import recall_table
 from robotmem.config import load_settings
 from robotmem.formats.inputs import (
+    ALL_COLLECTIONS,
     EndSessionInput,
     ForgetInput,
     LearnInput,
@@ -24,7 +27,7 @@ from robotmem.formats.inputs import (
 )
 
 QUICK_START_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("start_session", "start an episode", {"context": '{"robot_id": "arm-01", "task": "push"}'}),
+    ("start_session", "start an episode", {"context": '{"robot_id": "arm-01", "task": {"name": "push"}}'}),
     (
         "learn",
         "store what worked",
@@ -81,6 +84,23 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recall(args: argparse.Namespace) -> int:
+    """``recall``: the common --collection opens the memory; --all-collections searches every collection.
+    A table on a terminal (or with --table), the JSON result otherwise (or with --json)."""
+    accepted = set(RecallInput.model_fields) - {"collection"}
+    fields = {key: value for key, value in vars(args).items() if key in accepted and value is not None}
+    if args.all_collections:
+        fields["collection"] = ALL_COLLECTIONS
+    with open_memory(args) as mem:
+        result = mem.recall(**fields)
+    as_table = args.output == "table" or (args.output is None and sys.stdout.isatty())
+    if as_table:
+        sys.stdout.write(recall_table(result))
+    else:
+        print_json(result)
+    return 0
+
+
 def _operation(name: str) -> Callable[[argparse.Namespace], int]:
     # The command's options are the operation's parameters (its input model), but for collection: that one
     # is the common --collection, which opens the memory. Options not given keep the method's defaults.
@@ -130,7 +150,28 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--robots", help='comma-separated robot ids ("self" = this robot); default: the whole fleet'
     )
-    p.set_defaults(run=_operation("recall"))
+    p.add_argument(
+        "--all-collections",
+        dest="all_collections",
+        action="store_true",
+        help="search every collection (default: --collection, else 'default')",
+    )
+    output = p.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json",
+        dest="output",
+        action="store_const",
+        const="json",
+        help="print the full JSON result (the default when stdout is not a terminal)",
+    )
+    output.add_argument(
+        "--table",
+        dest="output",
+        action="store_const",
+        const="table",
+        help="print a table (the default on a terminal)",
+    )
+    p.set_defaults(run=_recall, output=None)
     p = sub.add_parser("save-perception", parents=[common], help="store a perception")
     p.add_argument("description")
     p.add_argument(

@@ -97,7 +97,11 @@ spatial_sort select the memories. Narrow the search with:
 - session_id with order="time" replays that episode in the order it happened.
 - robots: "self" for this robot's own experience, or robot ids (list or comma-separated); by default every
   robot's memories in the store, this robot's own ranked a little higher.
-Returns {"memories": [...], "total", "mode", "query_ms"}. Each memory has id, content, category, confidence,
+- collection: one collection (default: the server's), or "*" for every collection.
+Returns {"memories": [...], "total", "mode", "query_ms", "collections", "warnings"}: collections names the
+collections searched; warnings (usually empty) says why a context_filter may match nothing (a path no
+memory in scope carries, with the nearest existing path, or a value of a type none stored there has): fix
+the filter and call again rather than concluding there is no such experience. Each memory has id, content, category, confidence,
 tags, robot_id, uid (its fleet-wide id), score (best = 1.0), its context with the sections
 params/spatial/robot/task also at top level, and spatial_distance when spatial_sort is used. Perception
 data and metadata come only with include_data=true.""",
@@ -119,8 +123,10 @@ stored context (same sections as in learn). The memory is classified and indexed
 memory has this id. Returns {"status": "updated", "memory_id", "old_content", "new_content", "auto_inferred"}.""",
     "start_session": """\
 Begin an episode: one task attempt, run or trial. Call it at the start with a context such as
-{"robot_id": "arm-01", "task": "push"}. Later learn and save_perception calls without a session_id join this
-episode. Returns {"session_id", "collection", "active_memories_count"}; keep session_id for end_session.""",
+{"robot_id": "arm-01", "task": {"name": "push"}}. Later learn and save_perception calls without a session_id
+join this episode, and each memory written in it takes the episode's robot id (robot_id or robot.id; else
+the server's robot) and carries the episode's context under its own, so recall's robots=["arm-01"] and
+context_filter {"task.name": "push"} find them. Returns {"session_id", "collection", "active_memories_count"}; keep session_id for end_session.""",
     "end_session": """\
 End an episode. Stores outcome_score (0..1, how well it went), merges near-duplicate memories of the episode
 (the merged ones are kept as superseded), applies confidence decay, and returns memories of other episodes
@@ -137,7 +143,7 @@ PARAMETER_HINTS: dict[tuple[str, str], str] = {
     (
         "start_session",
         "context",
-    ): 'Episode context (JSON object or string), e.g. {"robot_id": "arm-01", "task": "push"}.',
+    ): 'Episode context (JSON object or string), e.g. {"robot_id": "arm-01", "task": {"name": "push"}}.',
 }
 
 

@@ -7,6 +7,7 @@
     spatial_sort ─→ nearest relevant memories join the pool (relevance) ─→ order (distance | relevance |
     time) → top n → normalise
     optional reranker (rerank) ─→ the best rerank_depth reordered by a cross-encoder → top n
+    a filter that may match nothing (warnings) ─→ the result's ``warnings``
 
 ``plan`` holds the validated request, ``pipeline`` its steps. The store decides how a channel runs
 (``robotmem.store.protocol.CandidateSource``); this package decides what is asked and how the answers
@@ -27,6 +28,7 @@ from robotmem.query.filters import Scalar, parse_filter
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
+from robotmem.service.recall.warnings import filter_warnings
 from robotmem.store.protocol import RecallScope, StoreTx
 
 # Values asked for per read by ``context_values`` (a filter of 100 keys stays far below max_filter_bytes).
@@ -37,6 +39,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
     """Return the most relevant memories; see ``RobotMemory.recall``."""
     started = time.perf_counter()
     settings = engine.settings
+    acting = engine.acting_robot()
     plan = RecallPlan(
         query=args.query,
         n=settings.top_k if args.n is None else args.n,
@@ -47,12 +50,20 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         spatial=args.spatial,
         include_data=args.include_data,
         order=args.order,
-        robots=resolve_robots(args.robot_ids, engine.robot_id),
-        own_robot=engine.robot_id,
+        robots=resolve_robots(args.robot_ids, acting),
+        own_robot=acting,
     )
     outcome = execute(engine, plan)
+    warnings = engine.read(lambda tx: filter_warnings(tx, plan, outcome.searched, len(outcome.hits)))
     elapsed_ms = (time.perf_counter() - started) * 1000
-    return recall_result(outcome.hits, include_data=plan.include_data, mode=outcome.mode, query_ms=elapsed_ms)
+    return recall_result(
+        outcome.hits,
+        include_data=plan.include_data,
+        mode=outcome.mode,
+        query_ms=elapsed_ms,
+        collections=outcome.searched,
+        warnings=warnings,
+    )
 
 
 def related(engine: Engine, session_id: str, collection: str, texts: list[str]) -> list[RecallHit]:

@@ -8,6 +8,10 @@
     order      by distance, time or score; the first n the snapshot holds; scores normalised (best = 1.0)
 
 Filters apply inside every channel, before any limit, so a limit never hides a memory that passes them.
+
+Over every collection (``collection="*"``) the pipeline runs once per collection holding active memories,
+on the same snapshot, and the hits merge in the same order (by score before normalisation, by distance
+or by time), normalised again over the chosen ones.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from robotmem.config import RecallSettings
+from robotmem.formats.inputs import ALL_COLLECTIONS
 from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
@@ -29,10 +34,13 @@ from robotmem.text.tokens import or_match, query_tokens
 
 @dataclass(frozen=True, slots=True)
 class RecallOutcome:
-    """Hits best first and which channels ran."""
+    """Hits best first, which channels ran, the collections searched, and the score the normalised
+    scores were divided by (what lets the hits of several collections merge)."""
 
     hits: list[Hit]
     mode: str
+    searched: tuple[str, ...] = ()
+    scale: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +69,8 @@ def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
     if reranker is not None and reranking.applies(reranker, plan.query, plan.order, plan.spatial):
         wide = dataclasses.replace(plan, n=max(plan.n, engine.settings.rerank_depth))
         outcome = engine.read(lambda tx: run(tx, wide, settings, vector))
-        outcome = RecallOutcome(reranking.rerank(reranker, plan.query, outcome.hits, plan.n), outcome.mode)
+        reranked = reranking.rerank(reranker, plan.query, outcome.hits, plan.n)
+        outcome = dataclasses.replace(outcome, hits=reranked)
     else:
         outcome = engine.read(lambda tx: run(tx, plan, settings, vector))
     if outcome.hits:
@@ -71,7 +80,41 @@ def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
 
 def run(tx: StoreTx, plan: RecallPlan, settings: RecallSettings, vector: VectorQuery | None) -> RecallOutcome:
     """Return the hits for ``plan`` on ``tx``'s snapshot; ``vector`` is None when vector search cannot run."""
+    if plan.collection == ALL_COLLECTIONS:
+        return run_across(tx, plan, settings, vector)
     return run_on(tx.candidates(plan.scope), tx, plan, settings, vector)
+
+
+def run_across(
+    tx: StoreTx, plan: RecallPlan, settings: RecallSettings, vector: VectorQuery | None
+) -> RecallOutcome:
+    """``run`` in every collection that holds an active memory, the hits merged in the plan's order."""
+    names = tuple(name for name, _, active, _, _ in tx.browse.collection_rows() if active)
+    outcomes = []
+    for name in names:
+        one = dataclasses.replace(plan, collection=name)
+        outcomes.append(run_on(tx.candidates(one.scope), tx, one, settings, vector))
+    raw = [(hit, hit.score * outcome.scale) for outcome in outcomes for hit in outcome.hits]
+    newest_first = plan.spatial is None and plan.order != "time" and not plan.query
+    raw.sort(key=lambda pair: _merge_key(plan, *pair), reverse=newest_first)
+    chosen = raw[: plan.n]
+    best = max((score for _, score in chosen), default=0.0)
+    hits = [dataclasses.replace(hit, score=score / best if best > 0 else 0.0) for hit, score in chosen]
+    if outcomes:
+        mode = outcomes[0].mode
+    else:
+        mode = "filter_only" if not plan.query else "bm25_only" if vector is None else "hybrid"
+    return RecallOutcome(hits, mode, names, best or 1.0)
+
+
+def _merge_key(plan: RecallPlan, hit: Hit, score: float) -> tuple[object, ...]:
+    """The key that orders hits of several collections as one collection's recall would."""
+    if plan.spatial is not None:
+        distance = hit.spatial_distance
+        return (distance is None, distance or 0.0, -score, hit.memory.id)
+    if plan.order == "time" or not plan.query:  # oldest first, or (reversed) newest first
+        return (hit.memory.created_at, hit.memory.id)
+    return (-score, hit.memory.id)
 
 
 def run_on(
@@ -117,7 +160,8 @@ def run_on(
         )
         for m in chosen
     ]
-    return RecallOutcome(hits, channels.mode if plan.query else "filter_only")
+    mode = channels.mode if plan.query else "filter_only"
+    return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0)
 
 
 def ranked_channels(

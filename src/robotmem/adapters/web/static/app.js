@@ -282,11 +282,15 @@ async function memoriesView() {
   if (state.memoryQuery || f.context_filter) {
     const found = await api(
       "GET",
-      `/api/search${query({ query: state.memoryQuery, collection: collection(), context_filter: f.context_filter, n: 50, min_confidence: f.min_confidence || 0 })}`,
+      // The selector's "all" (an empty value) searches every collection ("*"), as it lists every one.
+      `/api/search${query({ query: state.memoryQuery, collection: collection() || "*", context_filter: f.context_filter, n: 50, min_confidence: f.min_confidence || 0 })}`,
     );
     if (!current()) return;
+    const searched = found.collections.length ? found.collections.join(", ") : "none (no active memories)";
+    const where = found.collections.length === 1 ? `collection ${searched}` : `collections ${searched}`;
     results.replaceChildren(
-      el("p", { className: "muted" }, `${found.total} found (${found.mode}, ${found.query_ms} ms) in collection ${collection() || "default"}`),
+      el("p", { className: "muted", id: "search-summary" }, `${found.total} found (${found.mode}, ${found.query_ms} ms) in ${where}`),
+      ...found.warnings.map((text) => el("p", { className: "warning" }, `Filter warning: ${text}`)),
       table(["id", "content", "category", "conf.", "", "score"], memoryRows(found.memories, true)),
     );
     return;

@@ -1,0 +1,70 @@
+"""Recall's filter warnings: the conditions on context paths that no memory in scope carries, or whose
+operand is of another kind than the values stored there (the wording and rules: ``query/explain``).
+
+They are looked for when a recall with a filter returns fewer than ``n`` memories (what a filter that
+cannot match looks like), and always for an order comparison with a text operand (which matches too
+much, not too little). The scope is the collections searched, active memories of any confidence. A
+path's presence is exact (the filter ``{path: {"$exists": true}}`` on the store); the kinds stored at a
+path are read from the latest ``KIND_SAMPLE`` memories that carry it, and the nearest existing path
+from the paths of the latest ``PATH_SAMPLE`` memories. Measured on 20k memories (2 cores, load 8): a
+filter that matches, 28 ms; one with a missing path, 170 ms (the warning costs the difference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from robotmem.query import explain
+from robotmem.query.filters import Condition
+from robotmem.service.recall.plan import RecallPlan
+from robotmem.store.protocol import RecallScope, StoreTx
+
+KIND_SAMPLE = 200
+PATH_SAMPLE = 500
+
+
+def filter_warnings(tx: StoreTx, plan: RecallPlan, searched: Sequence[str], returned: int) -> list[str]:
+    """Return the warnings about ``plan``'s filter over the collections ``searched`` (empty when none)."""
+    conditions = explain.context_conditions(plan.filter)
+    if not conditions or not searched or (returned >= plan.n and not explain.needs_values(conditions)):
+        return []
+    where = _where(searched)
+    warnings: list[str] = []
+    known: set[str] | None = None
+    for condition in conditions:
+        if condition.operator == "$exists":
+            continue  # asking whether a path is there is no mistake either way
+        carriers = _carriers(tx, searched, condition.path)
+        if not carriers:
+            if known is None:
+                known = explain.context_paths(_contexts(tx, searched, None, PATH_SAMPLE))
+            warnings.append(explain.missing_path(condition, where, known))
+            continue
+        kinds = explain.kinds_at(carriers, condition.path)
+        mismatch = explain.kind_mismatch(condition, kinds, len(carriers))
+        if mismatch is not None:
+            warnings.append(mismatch)
+    return list(dict.fromkeys(warnings))
+
+
+def _where(searched: Sequence[str]) -> str:
+    if len(searched) == 1:
+        return f"collection '{searched[0]}'"
+    return "collections " + ", ".join(f"'{name}'" for name in searched)
+
+
+def _carriers(tx: StoreTx, searched: Sequence[str], path: str) -> list[dict[str, Any]]:
+    """Return the contexts of the latest ``KIND_SAMPLE`` active memories of ``searched`` carrying ``path``."""
+    return _contexts(tx, searched, Condition(("context", *path.split(".")), "$exists", True), KIND_SAMPLE)
+
+
+def _contexts(
+    tx: StoreTx, searched: Sequence[str], condition: Condition | None, limit: int
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for collection in searched:
+        scope = RecallScope(collection=collection, min_confidence=0.0, filter=condition)
+        ids = tx.candidates(scope).listed(limit, order="newest")
+        found += [memory.context for memory in tx.memories.fetch(ids).values()]
+    return found
