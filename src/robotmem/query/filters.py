@@ -39,6 +39,7 @@ RECORD_FIELDS = {
     "session_id": "m.session_id",
     "created_at": "m.created_at",
     "updated_at": "m.updated_at",
+    "observed_at": "m.observed_at",
     "access_count": "m.access_count",
     "robot_id": "m.robot_id",
     "tags": "tags",

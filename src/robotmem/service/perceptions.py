@@ -77,7 +77,7 @@ def insert(
                 content_hash=None,
                 category="perception",
                 confidence=p.found.confidence,
-                context={"source": "save_perception"},
+                context={**p.args.context_object, "source": "save_perception"},
                 scope_files=p.found.scope_files,
                 scope_entities=p.found.scope_entities,
                 session_id=sessions[p.args.session_id],
@@ -88,6 +88,7 @@ def insert(
                 data_json=p.args.data_json,
                 metadata_json=p.args.metadata_json,
                 robot_id=robot,
+                observed_at=p.args.observed,
             )
             for p in prepared
         ],

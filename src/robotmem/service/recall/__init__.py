@@ -22,7 +22,7 @@ from typing import Any
 from robotmem.formats.inputs import RecallInput
 from robotmem.formats.results import RecallHit, RecallResult
 from robotmem.formats.serialize import hit_to_dict, recall_result
-from robotmem.formats.validation import resolve_robots
+from robotmem.formats.validation import resolve_robots, resolve_window
 from robotmem.query.filters import Scalar, parse_filter
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
@@ -37,6 +37,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
     """Return the most relevant memories; see ``RobotMemory.recall``."""
     started = time.perf_counter()
     settings = engine.settings
+    since, until = resolve_window(*args.window, engine.clock())
     plan = RecallPlan(
         query=args.query,
         n=settings.top_k if args.n is None else args.n,
@@ -49,6 +50,8 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         order=args.order,
         robots=resolve_robots(args.robot_ids, engine.robot_id),
         own_robot=engine.robot_id,
+        since=since,
+        until=until,
     )
     outcome = execute(engine, plan)
     elapsed_ms = (time.perf_counter() - started) * 1000

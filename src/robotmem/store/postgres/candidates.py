@@ -191,7 +191,12 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
-_ORDERS = {"id": "m.id", "oldest": "m.created_at ASC, m.id ASC", "newest": "m.created_at DESC, m.id DESC"}
+_ORDERS = {
+    "id": "m.id",
+    "oldest": "m.created_at ASC, m.id ASC",
+    "newest": "m.created_at DESC, m.id DESC",
+    "recent": "m.observed_at DESC, m.id DESC",
+}
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
 # Where the process ranks BM25 while the server searches the vectors of the same recall: (pid, pool).

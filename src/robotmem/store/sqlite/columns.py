@@ -48,6 +48,7 @@ MEMORY_COLUMNS: dict[str, str] = {
     "updated_at": "text",
     "uid": "text",
     "robot_id": "text",
+    "observed_at": "text",
 }
 SESSION_COLUMNS: dict[str, str] = {
     "id": "text",

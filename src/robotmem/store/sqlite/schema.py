@@ -251,12 +251,33 @@ def _migrate_v5(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_episode_vectors_seq ON memory_episode_vectors(seq)")
 
 
+# Schema version 6 adds ``observed_at``, which recall windows and orders by.
+_TRACKED_V6 = _TRACKED + ", observed_at"
+
+
+def _migrate_v6(conn: sqlite3.Connection) -> None:
+    """Event time: ``observed_at``, when a memory happened, beside ``created_at``, when it was stored.
+
+    Memories stored before this version happened, as far as the store knows, when they were stored.
+    The update trigger logs a change of it, so the recall mirror and sync see a corrected time.
+    """
+    conn.execute("ALTER TABLE memories ADD COLUMN observed_at TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE memories SET observed_at = created_at")
+    conn.execute("CREATE INDEX idx_mem_observed ON memories(observed_at)")
+    conn.execute("DROP TRIGGER memories_logged_update")
+    conn.execute(
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED_V6} ON memories "
+        f"BEGIN {_LOG_CHANGE.format('NEW.id')}; END"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
     _migrate_v5,
+    _migrate_v6,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
