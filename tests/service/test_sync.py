@@ -314,6 +314,8 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
         "DROP TABLE session_changes",
         "DROP INDEX idx_mem_robot",
         "DROP TRIGGER memories_logged_update",
+        "DROP INDEX idx_mem_observed",
+        "ALTER TABLE memories DROP COLUMN observed_at",
         "ALTER TABLE memories DROP COLUMN robot_id",
         "DELETE FROM meta WHERE key IN ('store_id', 'robot_id')",
         "DELETE FROM memory_changes WHERE memory_id = 1",

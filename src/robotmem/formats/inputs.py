@@ -215,14 +215,14 @@ class SavePerceptionInput(OperationInput):
         default=None,
         description="Extra JSON about the payload (at most max_metadata_bytes, default 64 KiB).",
     )
+    collection: str | None = None
+    session_id: str | None = None
     context: JsonObjectOrText = Field(
         default=None,
         description="Context JSON as learn takes it (spatial, robot, task, …): filterable and sortable "
         "(at most max_context_bytes, default 64 KiB).",
     )
     observed_at: EventTimeInput = Field(default=None, description=OBSERVED_AT)
-    collection: str | None = None
-    session_id: str | None = None
     __slots__ = ("_data_json", "_metadata_json", "_context", "_observed")
 
     @property

@@ -142,8 +142,9 @@ _TRACKED_V3 = (
     "context, scope_files, scope_entities, session_id, perception_type, status, superseded_by, merged_ids, "
     "invalidated_reason, created_at, updated_at, uid"
 )
-# Schema version 4 adds ``robot_id``, which recall filters on (robot scoping).
-_TRACKED = _TRACKED_V3 + ", robot_id"
+# Schema version 4 adds ``robot_id``, which recall filters on (robot scoping); 6 adds ``observed_at``.
+_TRACKED_V4 = _TRACKED_V3 + ", robot_id"
+_TRACKED = _TRACKED_V4 + ", observed_at"
 _LOG_CHANGE = (
     "INSERT OR REPLACE INTO memory_changes (memory_id, seq) "
     "VALUES ({}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_changes))"
@@ -196,7 +197,7 @@ def _migrate_v4(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_mem_robot ON memories(robot_id)")
     conn.execute("DROP TRIGGER memories_logged_update")
     conn.execute(
-        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED} ON memories "
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED_V4} ON memories "
         f"BEGIN {_LOG_CHANGE.format('NEW.id')}; END"
     )
     conn.execute("CREATE TABLE session_changes (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
@@ -251,10 +252,6 @@ def _migrate_v5(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_episode_vectors_seq ON memory_episode_vectors(seq)")
 
 
-# Schema version 6 adds ``observed_at``, which recall windows and orders by.
-_TRACKED_V6 = _TRACKED + ", observed_at"
-
-
 def _migrate_v6(conn: sqlite3.Connection) -> None:
     """Event time: ``observed_at``, when a memory happened, beside ``created_at``, when it was stored.
 
@@ -266,7 +263,7 @@ def _migrate_v6(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_mem_observed ON memories(observed_at)")
     conn.execute("DROP TRIGGER memories_logged_update")
     conn.execute(
-        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED_V6} ON memories "
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED} ON memories "
         f"BEGIN {_LOG_CHANGE.format('NEW.id')}; END"
     )
 
