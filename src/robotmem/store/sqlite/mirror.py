@@ -22,7 +22,9 @@ What keeps the mirror right — check each when a change touches storage or filt
    ``context``) is in ``migrations._TRACKED``, so an UPDATE of it is logged. Adding a column that recall
    reads means a migration that recreates the update trigger with it.
 2. Volatile fields: a filterable field written without a logged change (``access_count``, bumped by every
-   recall) is in ``filters.VOLATILE_FIELDS``; conditions on it are evaluated afresh each recall, never cached.
+   recall) is in ``filters.VOLATILE_FIELDS``; conditions on it are evaluated afresh each recall, never cached
+   (as are time windows on ``observed_at``, ``filters.UNCACHED_FIELDS``: a window relative to now is new
+   every recall).
 3. Filterable record fields: every key of ``filters.RECORD_FIELDS`` is either tracked (1), volatile (2),
    ``id`` (never changes) or ``tags`` (``memory_tags`` has insert and delete triggers).
 4. Mirrored columns: every value ``_ROWS`` selects after ``id`` has its array in ``_COLUMNS`` (name, type
@@ -45,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robotmem.query.bm25 import FloatArray, LexicalIndex
-from robotmem.query.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not
+from robotmem.query.filters import UNCACHED_FIELDS, All, Any_, Condition, Node, Not
 from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
@@ -365,7 +367,7 @@ class RecallMirror:
         every = conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)
         passed = [int(r[0]) for r in every if r[0] < self.capacity]
         mask[passed] = True
-        if node.path[0] not in VOLATILE_FIELDS:
+        if node.path[0] not in UNCACHED_FIELDS:
             self._conditions[key] = (sql, params, mask)
             if len(self._conditions) > _MAX_CACHED_CONDITIONS:
                 self._conditions.popitem(last=False)
