@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from robotmem import RobotMemory

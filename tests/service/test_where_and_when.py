@@ -96,7 +96,7 @@ def test_a_window_restricts_before_the_limit(memory: RobotMemory) -> None:
     expected = sorted(
         (m for m in inside if memory.get_memory(m)["context"]["room"] != "room-0"),
         key=lambda m: sum(
-            (a - b) ** 2 for a, b in zip(memory.get_memory(m)["spatial"]["position"], [0, 6, 0])
+            (a - b) ** 2 for a, b in zip(memory.get_memory(m)["spatial"]["position"], [0, 6, 0], strict=True)
         ),
     )[:2]
     assert [m["id"] for m in near] == expected

@@ -651,7 +651,11 @@ def _store_episode(
     # The episode happened when its window starts in the recording (bag time: nanoseconds since the epoch).
     observed = s.window.start_ns / 1e9
     learned = memory.learn(
-        describe(context, bag), context=context, collection=collection, session_id=session, observed_at=observed
+        describe(context, bag),
+        context=context,
+        collection=collection,
+        session_id=session,
+        observed_at=observed,
     )
     memory_id = learned["memory_id"] if learned["status"] == "created" else learned["existing_id"]
     if bag_map.joints and s.joints:
