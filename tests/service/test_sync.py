@@ -315,6 +315,7 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
         "DROP INDEX idx_mem_robot",
         "DROP TRIGGER memories_logged_update",
         "DROP INDEX idx_mem_observed",
+        "DROP INDEX idx_mem_observed_in",
         "ALTER TABLE memories DROP COLUMN observed_at",
         "ALTER TABLE memories DROP COLUMN robot_id",
         "DELETE FROM meta WHERE key IN ('store_id', 'robot_id')",

@@ -445,6 +445,7 @@ _V4 = """
 ALTER TABLE memories ADD COLUMN observed_at text COLLATE "C" NOT NULL DEFAULT '';
 UPDATE memories SET observed_at = created_at;
 CREATE INDEX idx_mem_observed ON memories(observed_at, id);
+CREATE INDEX idx_mem_observed_in ON memories(collection, observed_at, id);
 DROP TRIGGER IF EXISTS memories_logged_update ON memories;
 CREATE TRIGGER memories_logged_update AFTER UPDATE OF collection, type, content, human_summary, content_hash,
     category, confidence, context, scope_files, scope_entities, session_id, perception_type, status,

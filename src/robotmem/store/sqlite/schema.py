@@ -260,7 +260,9 @@ def _migrate_v6(conn: sqlite3.Connection) -> None:
     """
     conn.execute("ALTER TABLE memories ADD COLUMN observed_at TEXT NOT NULL DEFAULT ''")
     conn.execute("UPDATE memories SET observed_at = created_at")
+    # A window alone reads the first; "the newest of a collection" (order=recent) walks the second.
     conn.execute("CREATE INDEX idx_mem_observed ON memories(observed_at)")
+    conn.execute("CREATE INDEX idx_mem_observed_in ON memories(collection, observed_at)")
     conn.execute("DROP TRIGGER memories_logged_update")
     conn.execute(
         f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED} ON memories "
