@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import FakeClock, table_counts
+from tests.conftest import FakeClock, raw_sql, table_counts
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
@@ -215,3 +215,23 @@ def location_text(mem: RobotMemory) -> str:
     from tests.conftest import location_of
 
     return str(location_of(mem))
+
+
+def test_check_reports_and_repair_fixes_an_observed_at_written_behind_robotmems_back(
+    memory: RobotMemory,
+) -> None:
+    readable = memory.learn("the lift door closes slowly")["memory_id"]
+    garbage = memory.learn("the lift button sticks")["memory_id"]
+    statements = [
+        f"UPDATE memories SET observed_at = '2025-05-05T10:00:00+02:00' WHERE id = {readable}",
+        f"UPDATE memories SET observed_at = 'last spring' WHERE id = {garbage}",
+    ]
+    raw_sql(memory, sqlite=statements, postgres=statements)
+    report = memory.integrity_report()
+    assert report["problems"]["times_invalid"] == 2
+    assert report["examples"]["times_invalid"] == [readable, garbage]
+    repaired = memory.repair()
+    assert repaired["repaired"]["times_normalised"] == 2 and repaired["repaired"]["times_replaced"] == 1
+    assert memory.get_memory(readable)["observed_at"] == "2025-05-05T08:00:00.000000+00:00"
+    assert memory.get_memory(garbage)["observed_at"] == memory.get_memory(garbage)["created_at"]
+    assert memory.integrity_report()["ok"]
