@@ -235,3 +235,42 @@ def test_check_reports_and_repair_fixes_an_observed_at_written_behind_robotmems_
     assert memory.get_memory(readable)["observed_at"] == "2025-05-05T08:00:00.000000+00:00"
     assert memory.get_memory(garbage)["observed_at"] == memory.get_memory(garbage)["created_at"]
     assert memory.integrity_report()["ok"]
+
+
+def test_windows_agree_with_and_without_the_in_process_copies(
+    locate: Callable[[str], Any], settings: Settings
+) -> None:
+    """The recall mirror answers a window from its own column of times; the database compares the stored
+    text. They agree, also once a time not in the stored form (written by another program) is present."""
+    location = locate("windows.db")
+    with RobotMemory(location, embed_backend="hash", settings=settings) as mem:
+        when = patrol(mem, 30)
+    windows = [
+        {"since": stored(START + timedelta(hours=10))},
+        {"until": stored(START + timedelta(hours=4, minutes=30))},
+        {"since": stored(START + timedelta(hours=12)), "until": stored(START + timedelta(hours=20))},
+        {"since": stored(START + timedelta(hours=12)), "query": "dock battery", "order": "recent"},
+    ]
+
+    def answers() -> list[list[int]]:
+        found = []
+        for mirrored in (True, False):
+            with RobotMemory(
+                location, embed_backend="hash", settings=settings.replace(recall_mirror=mirrored)
+            ) as mem:
+                found.append(
+                    [
+                        [m["id"] for m in mem.recall(**{"query": "", "n": 50, **w})["memories"]]
+                        for w in windows
+                    ]
+                )
+        assert found[0] == found[1]
+        return found[0]
+
+    first = answers()
+    assert sorted(first[0]) == sorted(m for m, t in when.items() if t >= START + timedelta(hours=10))
+    odd = next(iter(when))
+    statements = [f"UPDATE memories SET observed_at = '2025-12-01T14:00:00+02:00' WHERE id = {odd}"]
+    with RobotMemory(location, embed_backend="hash", settings=settings) as mem:
+        raw_sql(mem, sqlite=statements, postgres=statements)
+    answers()
