@@ -142,7 +142,8 @@ def module_for(span: str) -> Path | None:
         if (base / span).is_file():
             return base / span
     if "/" not in span:  # a bare file name, as a table row under its package names it
-        return next(PACKAGE.rglob(span), Path(span))
+        found = (path for base in (PACKAGE, ROOT / "tests", ROOT / "benchmarks") for path in base.rglob(span))
+        return next(found, Path(span))
     return Path(span)
 
 

@@ -48,9 +48,10 @@ def learn(
     context: dict[str, Any] | str | None = None,
     collection: str | None = None,
     session_id: str | None = None,
+    observed_at: str | float | None = None,
 ) -> LearnResult:
     """``RobotMemory.learn`` on the default instance."""
-    return default_memory().learn(insight, context, collection, session_id)
+    return default_memory().learn(insight, context, collection, session_id, observed_at)
 
 
 def recall(
@@ -64,11 +65,13 @@ def recall(
     include_data: bool = False,
     order: str = "relevance",
     robots: list[str] | str | None = None,
+    since: str | float | None = None,
+    until: str | float | None = None,
 ) -> RecallResult:
     """``RobotMemory.recall`` on the default instance."""
     return default_memory().recall(
         query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order,
-        robots,
+        robots, since, until,
     )  # fmt: skip
 
 
@@ -79,10 +82,12 @@ def save_perception(
     metadata: Any = None,
     collection: str | None = None,
     session_id: str | None = None,
+    context: dict[str, Any] | str | None = None,
+    observed_at: str | float | None = None,
 ) -> PerceptionResult:
     """``RobotMemory.save_perception`` on the default instance."""
     return default_memory().save_perception(
-        description, perception_type, data, metadata, collection, session_id
+        description, perception_type, data, metadata, collection, session_id, context, observed_at
     )
 
 
@@ -91,9 +96,14 @@ def forget(memory_id: int, reason: str) -> ForgetResult:
     return default_memory().forget(memory_id, reason)
 
 
-def update(memory_id: int, new_content: str, context: dict[str, Any] | str | None = None) -> UpdateResult:
+def update(
+    memory_id: int,
+    new_content: str,
+    context: dict[str, Any] | str | None = None,
+    observed_at: str | float | None = None,
+) -> UpdateResult:
     """``RobotMemory.update`` on the default instance."""
-    return default_memory().update(memory_id, new_content, context)
+    return default_memory().update(memory_id, new_content, context, observed_at)
 
 
 def start_session(

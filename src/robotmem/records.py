@@ -40,6 +40,7 @@ class Memory:
     has_embedding: bool = False
     robot_id: str = ""  # the robot whose experience this is
     uid: str = ""  # the id that names the memory in every store (``id`` is local to one)
+    observed_at: str = ""  # when it happened (``created_at``: when it was stored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,7 @@ class NewMemory:
     data_json: str | None = None
     metadata_json: str | None = None
     robot_id: str = ""
+    observed_at: str | None = None  # when it happened; None: when it was stored (``created_at``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ TOOL_NAMES = set(OUTPUT_TYPES)
 # robot_id is derived per database file; uid is random per memory.
 VOLATILE = {
     "created_at",
+    "observed_at",
     "updated_at",
     "last_accessed",
     "session_id",
@@ -142,7 +143,7 @@ def test_list_tools_returns_the_seven_tools_with_schemas_and_hints(tmp_path: Pat
         assert tools["learn"].input_schema["required"] == ["insight"]
         assert set(tools["recall"].input_schema["properties"]) == {
             "query", "n", "min_confidence", "session_id", "context_filter", "spatial_sort", "collection",
-            "include_data", "order", "robots",
+            "include_data", "order", "robots", "since", "until",
         }  # fmt: skip
         assert tools["end_session"].input_schema["required"] == ["session_id"]
         assert "$between" in (tools["recall"].description or "")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import shutil
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,17 @@ MARKERS = Boundaries(marker="/episode")
 def nearest_successes(plans: list[PlannedEpisode], target: list[float], n: int) -> list[int]:
     wins = [p for p in plans if p.success]
     return [p.index for p in sorted(wins, key=lambda p: (math.dist(p.layout, target), p.index))[:n]]
+
+
+def seconds(stored: str) -> float:
+    """Epoch seconds of a stored time."""
+    return datetime.fromisoformat(stored).timestamp()
+
+
+def iso_ns(stamp_ns: int) -> str:
+    """The ISO 8601 UTC text of a bag time in nanoseconds (to the microsecond)."""
+    moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=stamp_ns // 1000)
+    return moment.isoformat(timespec="microseconds")
 
 
 def recalled_episodes(mem: RobotMemory, target: list[float], n: int, query: str = "") -> list[int]:
@@ -73,6 +85,8 @@ def test_rosbags_formats_import_and_recall_the_nearest_successes(
     assert where["bag"] == str(bag.resolve()) and where["storage"] == storage
     assert (where["t_start_ns"], where["t_end_ns"]) == (p.start_ns, p.end_ns)
     assert where["start_offset_s"] == pytest.approx((p.start_ns - BAG_START_NS) / 1e9)
+    # The episode happened when its window starts in the recording, not when it was imported.
+    assert seconds(detail["observed_at"]) == pytest.approx(p.start_ns / 1e9, abs=1e-6)
     # Every topic read, the marker topic too: the slice replays with its boundaries.
     assert set(where["topics"]) == {"/object_pose", "/goal", "/joint_states", "/outcome", "/episode"}
 
@@ -84,6 +98,14 @@ def test_rosbags_formats_import_and_recall_the_nearest_successes(
     data = memory.get_memory(perception[0]["id"])["data"]
     assert data["joint_names"] == ["shoulder", "elbow", "wrist"]
     assert len(data["positions"]) == 4 and data["sampled_from"] == 6
+    # The trajectory was sensed from the episode's first joint state on.
+    assert p.start_ns / 1e9 - 1e-6 <= seconds(perception[0]["observed_at"]) <= p.end_ns / 1e9
+    # A window on the recording's time finds the episodes recorded in it, before any limit.
+    since, until = iso_ns(plans[5].start_ns), iso_ns(plans[7].start_ns)
+    window = memory.recall("", n=100, since=since, until=until, context_filter={"type": "fact"})
+    assert sorted(m["task"]["episode"] for m in window["memories"]) == [5, 6, 7]
+    newest = memory.recall("push", n=3, order="recent", context_filter={"type": "fact"})["memories"]
+    assert [m["task"]["episode"] for m in newest] == [23, 22, 21]
 
 
 def test_an_mcap_from_the_official_ros2_writer_imports(tmp_path: Path, memory: RobotMemory) -> None:
@@ -96,6 +118,7 @@ def test_an_mcap_from_the_official_ros2_writer_imports(tmp_path: Path, memory: R
     assert recalled_episodes(memory, target, 4) == nearest_successes(plans, target, 4)
     first = memory.get_memory(result["memory_ids"][0])
     assert first["task"]["reward"] == (1.0 if plans[0].success else -1.0)  # the JSON outcome's fields
+    assert seconds(first["observed_at"]) == pytest.approx(plans[0].start_ns / 1e9, abs=1e-6)
 
 
 def test_reimporting_a_bag_adds_nothing(tmp_path: Path, memory: RobotMemory) -> None:

@@ -322,6 +322,11 @@ def check_memory_fields(memory: JsonDict, settings: Settings) -> JsonDict:
     fields["access_count"] = _integer("memory.access_count", memory.get("access_count", 0), 0, MAX_ID)
     fields["created_at"] = parse_timestamp("memory.created_at", memory.get("created_at"))
     fields["updated_at"] = parse_timestamp("memory.updated_at", memory.get("updated_at"))
+    # Files written before event time was recorded: the memory happened when it was stored.
+    observed = memory.get("observed_at")
+    fields["observed_at"] = (
+        fields["created_at"] if observed is None else parse_timestamp("memory.observed_at", observed)
+    )
     fields["last_accessed"] = _optional_time("memory.last_accessed", memory.get("last_accessed"))
     return fields
 

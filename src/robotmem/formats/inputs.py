@@ -14,17 +14,20 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
 from robotmem.formats.validation import (
     PerceptionType,
+    TimeBound,
+    parse_event_time,
     parse_json_object,
     parse_name,
     parse_payload,
     parse_robots,
     parse_text,
+    parse_time_bound,
     short_repr,
 )
 from robotmem.query.filters import Node, parse_filter
@@ -35,6 +38,12 @@ JsonObjectOrText = Annotated[
     dict[str, Any] | str | None,
     Field(description="A JSON object, or a string holding one."),
 ]
+EventTimeInput = StrictStr | StrictInt | StrictFloat | None
+OBSERVED_AT = (
+    "When it happened: ISO 8601 with a zone (2026-01-01T12:00:00Z) or epoch seconds; default now. "
+    "Recall's since, until and order=recent read it."
+)
+TIME_BOUND = "ISO 8601 with a zone, epoch seconds, now, or a time before now such as -30m, -2h, -7d"
 MAX_QUERY_CHARS = 4000
 MAX_MEMORY_ID = 2**63 - 1  # SQLite's largest integer
 
@@ -106,18 +115,25 @@ class LearnInput(OperationInput):
     )
     collection: str | None = Field(default=None, description="Collection name (default: the instance's).")
     session_id: str | None = Field(default=None, description="Session (episode) the memory belongs to.")
-    __slots__ = ("_context",)
+    observed_at: EventTimeInput = Field(default=None, description=OBSERVED_AT)
+    __slots__ = ("_context", "_observed")
 
     @property
     def context_object(self) -> dict[str, Any]:
         """The context as an object (``{}`` when none was given)."""
         return self._context
 
+    @property
+    def observed(self) -> str | None:
+        """``observed_at`` as a stored time (None: now)."""
+        return self._observed
+
     def _check(self, settings: Settings) -> None:
         self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
         self._check_target()
         self._check_name("session_id")
+        self._observed = parse_event_time("observed_at", self.observed_at)
 
 
 class RecallInput(OperationInput):
@@ -146,14 +162,26 @@ class RecallInput(OperationInput):
         description='Collection to search (default: the instance\'s); "*" searches every collection.',
     )
     include_data: bool = Field(default=False, description="Include perception data and metadata.")
-    order: Literal["relevance", "time"] = Field(
-        default="relevance", description="relevance, or time (oldest first)."
+    order: Literal["relevance", "time", "recent"] = Field(
+        default="relevance",
+        description="relevance; time (oldest stored first); or recent (newest observed_at first).",
     )
     robots: list[str] | str | None = Field(
         default=None,
         description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
     )
-    __slots__ = ("_filter", "_spatial", "_robots")
+    since: EventTimeInput = Field(
+        default=None, description=f"Only memories observed at or after this time: {TIME_BOUND}."
+    )
+    until: EventTimeInput = Field(
+        default=None, description=f"Only memories observed at or before this time: {TIME_BOUND}."
+    )
+    __slots__ = ("_filter", "_spatial", "_robots", "_since", "_until")
+
+    @property
+    def window(self) -> tuple[TimeBound | None, TimeBound | None]:
+        """``(since, until)``: moments or offsets before now (None: unbounded)."""
+        return self._since, self._until
 
     @property
     def filter(self) -> Node | None:
@@ -181,6 +209,8 @@ class RecallInput(OperationInput):
         self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
         self._spatial = parse_spatial_sort(self.spatial_sort)
         self._robots = parse_robots(self.robots)
+        self._since = parse_time_bound("since", self.since)
+        self._until = parse_time_bound("until", self.until)
 
 
 class SavePerceptionInput(OperationInput):
@@ -200,7 +230,23 @@ class SavePerceptionInput(OperationInput):
     )
     collection: str | None = None
     session_id: str | None = None
-    __slots__ = ("_data_json", "_metadata_json")
+    context: JsonObjectOrText = Field(
+        default=None,
+        description="Context JSON as learn takes it (spatial, robot, task, …): filterable and sortable "
+        "(at most max_context_bytes, default 64 KiB).",
+    )
+    observed_at: EventTimeInput = Field(default=None, description=OBSERVED_AT)
+    __slots__ = ("_data_json", "_metadata_json", "_context", "_observed")
+
+    @property
+    def context_object(self) -> dict[str, Any]:
+        """The context as an object (``{}`` when none was given)."""
+        return self._context
+
+    @property
+    def observed(self) -> str | None:
+        """``observed_at`` as a stored time (None: now)."""
+        return self._observed
 
     @property
     def data_json(self) -> str | None:
@@ -218,6 +264,8 @@ class SavePerceptionInput(OperationInput):
         )
         _, self._data_json = parse_payload("data", self.data, settings.max_data_bytes)
         _, self._metadata_json = parse_payload("metadata", self.metadata, settings.max_metadata_bytes)
+        self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._observed = parse_event_time("observed_at", self.observed_at)
         self._check_target()
         self._check_name("session_id")
 
@@ -248,12 +296,21 @@ class UpdateInput(MemoryIdInput):
         description="The corrected text: 1 to max_insight_chars (default 300) characters after trimming."
     )
     context: JsonObjectOrText = Field(default=None, description="Replaces the stored context when given.")
-    __slots__ = ("_context",)
+    observed_at: EventTimeInput = Field(
+        default=None,
+        description="Corrects when it happened: ISO 8601 with a zone or epoch seconds; default: kept.",
+    )
+    __slots__ = ("_context", "_observed")
 
     @property
     def context_object(self) -> dict[str, Any] | None:
         """The new context as an object; None keeps the stored one."""
         return self._context
+
+    @property
+    def observed(self) -> str | None:
+        """The corrected ``observed_at`` as a stored time (None: keep the stored one)."""
+        return self._observed
 
     def _check(self, settings: Settings) -> None:
         self.new_content = parse_text("new_content", self.new_content, max_chars=settings.max_insight_chars)
@@ -262,6 +319,7 @@ class UpdateInput(MemoryIdInput):
             if self.context is None
             else parse_json_object("context", self.context, settings.max_context_bytes)
         )
+        self._observed = parse_event_time("observed_at", self.observed_at)
 
 
 class StartSessionInput(OperationInput):

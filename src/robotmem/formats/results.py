@@ -63,6 +63,8 @@ class MemoryRecord(TypedDict):
     perception_type: str | None
     created_at: str
     updated_at: str
+    observed_at: str
+    """When it happened (ISO 8601 UTC); created_at is when it was stored."""
     access_count: int
     robot_id: str
     """The robot whose experience it is (docs/fleet.md)."""

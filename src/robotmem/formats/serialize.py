@@ -100,6 +100,7 @@ def memory_to_dict(memory: Memory) -> MemoryRecord:
         "perception_type": memory.perception_type,
         "created_at": memory.created_at,
         "updated_at": memory.updated_at,
+        "observed_at": memory.observed_at,
         "access_count": memory.access_count,
         "robot_id": memory.robot_id,
         "uid": memory.uid,

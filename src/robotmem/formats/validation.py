@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from datetime import datetime, timezone
+import re
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from robotmem.errors import ValidationError
@@ -281,3 +282,119 @@ def is_stored_timestamp(raw: Any) -> bool:
     """True when ``raw`` is already in the stored form ``parse_timestamp`` returns."""
     moment = read_timestamp(raw)
     return moment is not None and moment.isoformat(timespec="microseconds") == raw
+
+
+# ---- event times and time windows ------------------------------------------------------------------
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)  # a day inside datetime's range in every zone
+LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
+EventTime = str | int | float
+_RELATIVE = re.compile(r"-(\d+(?:\.\d+)?)(s|m|h|d|w)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_EVENT_FORM = "an ISO 8601 time with a zone (2026-01-01T12:00:00+00:00, …Z) or epoch seconds"
+_BOUND_FORM = f"{_EVENT_FORM}, now, or a time before now such as -30m, -2h, -7d (units s, m, h, d, w)"
+
+
+def _moment(field: str, raw: Any, form: str = _EVENT_FORM) -> datetime:
+    """Return the moment ``raw`` names (ISO 8601 text with a zone, or epoch seconds as a number or its
+    text), in UTC; raises ``ValidationError`` naming ``field`` otherwise."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise ValidationError(f"{field}: must be {form}, got {short_repr(raw)}")
+    seconds: float | None = None
+    if isinstance(raw, (int, float)):
+        seconds = float(raw)
+    else:
+        text = raw.strip()
+        if len(text) > MAX_TIMESTAMP_CHARS:
+            raise ValidationError(f"{field}: is {len(text)} characters; the limit is {MAX_TIMESTAMP_CHARS}")
+        with contextlib.suppress(ValueError):
+            seconds = float(text)
+        if seconds is None:
+            return _iso_moment(field, text, form)
+    if not math.isfinite(seconds):
+        raise ValidationError(f"{field}: must be a finite number of epoch seconds, got {short_repr(raw)}")
+    if not (EARLIEST - EPOCH).total_seconds() <= seconds <= (LATEST - EPOCH).total_seconds():
+        raise ValidationError(
+            f"{field}: {short_repr(raw)} epoch seconds is out of range; times run from year 1 to year 9999"
+        )
+    return EPOCH + timedelta(seconds=seconds)
+
+
+def _iso_moment(field: str, text: str, form: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
+    except ValueError:
+        raise ValidationError(f"{field}: must be {form}, got {short_repr(text)}") from None
+    if moment.tzinfo is None:
+        raise ValidationError(
+            f"{field}: {short_repr(text)} has no zone; add one (Z or +00:00) so the moment is unambiguous"
+        )
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValidationError(f"{field}: {short_repr(text)} is out of range once in UTC") from None
+
+
+def parse_event_time(field: str, raw: Any) -> str | None:
+    """Return when something happened as a stored time (UTC, microseconds, ``+00:00``), None for None.
+
+    ``raw`` is ISO 8601 text with a zone or epoch seconds (a number, or its text); a time without a zone,
+    or outside years 1 to 9999, raises ``ValidationError`` naming ``field``.
+    """
+    if raw is None:
+        return None
+    return _moment(field, raw).isoformat(timespec="microseconds")
+
+
+TimeBound = datetime | timedelta  # a moment, or how far before now
+
+
+def parse_time_bound(field: str, raw: Any) -> TimeBound | None:
+    """Return a window bound: a moment (ISO 8601 with a zone, epoch seconds) or an offset before now
+    (``now``, ``-30s``, ``-30m``, ``-2h``, ``-7d``, ``-1w``); None for None or empty text.
+
+    Raises ``ValidationError`` naming ``field`` and the accepted forms.
+    """
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    if isinstance(raw, str):
+        text = raw.strip().lower()
+        if text == "now":
+            return timedelta(0)
+        relative = _RELATIVE.fullmatch(text)
+        if relative is not None:
+            seconds = float(relative[1]) * _UNIT_SECONDS[relative[2]]
+            if seconds > (LATEST - EARLIEST).total_seconds():
+                raise ValidationError(f"{field}: {short_repr(raw)} reaches before year 1")
+            return timedelta(seconds=seconds)
+    return _moment(field, raw, _BOUND_FORM)
+
+
+def resolve_window(
+    since: TimeBound | None, until: TimeBound | None, now: datetime
+) -> tuple[str | None, str | None]:
+    """Return ``(since, until)`` as stored times, offsets counted back from ``now``.
+
+    Raises ``ValidationError`` when ``since`` is after ``until``.
+    """
+
+    def at(bound: TimeBound | None) -> datetime | None:
+        if bound is None:
+            return None
+        if isinstance(bound, timedelta):
+            try:
+                return now.astimezone(timezone.utc) - bound
+            except OverflowError:
+                raise ValidationError(f"since/until: {bound} before now is before year 1") from None
+        return bound
+
+    start, end = at(since), at(until)
+    if start is not None and end is not None and start > end:
+        raise ValidationError(
+            f"since: {start.isoformat()} is after until ({end.isoformat()}); the window would be empty"
+        )
+    return (
+        None if start is None else start.isoformat(timespec="microseconds"),
+        None if end is None else end.isoformat(timespec="microseconds"),
+    )

@@ -11,7 +11,7 @@ messages, so Foxglove, ``rosbags`` and ``ros2 bag play`` read it alike::
         export_mcap(found["memories"], "recalled.mcap")
 
 Channels, each message stamped at the memory's time (``provenance.t_start_ns`` for an imported
-episode, else ``created_at``):
+episode, else ``observed_at``, when it happened, else ``created_at``):
 
 - ``/robotmem/memories`` (``std_msgs/msg/String``): the memory record as JSON text (Raw Messages panel);
 - ``/robotmem/log`` (``foxglove_msgs/msg/Log``): the insight text with its outcome as the level (Log
@@ -59,11 +59,12 @@ def _typestore() -> Any:
 
 
 def stamp_ns(memory: Mapping[str, Any]) -> int:
-    """Return the time a memory's messages carry: its episode's start in the bag, else ``created_at``."""
+    """Return the time a memory's messages carry: its episode's start in the bag, else ``observed_at``
+    (when it happened), else ``created_at``."""
     where = (memory.get("context") or {}).get("provenance") or {}
     if isinstance(where.get("t_start_ns"), int):
         return int(where["t_start_ns"])
-    created = memory.get("created_at")
+    created = memory.get("observed_at") or memory.get("created_at")
     if isinstance(created, str):
         return int(datetime.fromisoformat(created).timestamp() * 1e9)
     raise ValidationError(

@@ -648,7 +648,15 @@ def _store_episode(
         context={"robot": context["robot"], "task": context["task"], "provenance": context["provenance"]},
         collection=collection,
     )["session_id"]
-    learned = memory.learn(describe(context, bag), context=context, collection=collection, session_id=session)
+    # The episode happened when its window starts in the recording (bag time: nanoseconds since the epoch).
+    observed = s.window.start_ns / 1e9
+    learned = memory.learn(
+        describe(context, bag),
+        context=context,
+        collection=collection,
+        session_id=session,
+        observed_at=observed,
+    )
     memory_id = learned["memory_id"] if learned["status"] == "created" else learned["existing_id"]
     if bag_map.joints and s.joints:
         payload = joint_payload(s.joints, bag_map.joint_samples)
@@ -664,6 +672,7 @@ def _store_episode(
                     "metadata": {"provenance": context["provenance"]},
                     "collection": collection,
                     "session_id": session,
+                    "observed_at": s.joints[0][0] / 1e9,
                 }
             ]
         )

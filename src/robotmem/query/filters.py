@@ -39,6 +39,7 @@ RECORD_FIELDS = {
     "session_id": "m.session_id",
     "created_at": "m.created_at",
     "updated_at": "m.updated_at",
+    "observed_at": "m.observed_at",
     "access_count": "m.access_count",
     "robot_id": "m.robot_id",
     "tags": "tags",
@@ -46,6 +47,11 @@ RECORD_FIELDS = {
 # Record fields written without a logged change (every recall bumps ``access_count``): a copy of which
 # memories pass a condition on one goes stale unseen, so both engines evaluate it afresh each recall.
 VOLATILE_FIELDS = frozenset({"access_count"})
+# Record fields whose conditions change from one recall to the next: a time window relative to now
+# (``since="-2h"``) names a new moment every call. A copy of which memories pass such a condition would
+# be read in full and used once, so neither engine keeps one; the condition is evaluated on the
+# database (an index on ``observed_at``) each recall, like a volatile one.
+UNCACHED_FIELDS = VOLATILE_FIELDS | {"observed_at"}
 MAX_DEPTH = 16
 
 
@@ -90,15 +96,16 @@ def _where(path: str) -> str:
     return f"[{path!r}]" if path else ""
 
 
-def reads_volatile(node: Node | None) -> bool:
-    """Whether the filter ``node`` has a condition on one of ``VOLATILE_FIELDS``."""
+def reads_volatile(node: Node | None, fields: frozenset[str] = VOLATILE_FIELDS) -> bool:
+    """Whether the filter ``node`` has a condition on one of ``fields`` (by default ``VOLATILE_FIELDS``;
+    ``UNCACHED_FIELDS`` asks whether a copy of its passing memories is worth keeping)."""
     if node is None:
         return False
     if isinstance(node, Condition):
-        return node.path[0] in VOLATILE_FIELDS
+        return node.path[0] in fields
     if isinstance(node, Not):
-        return reads_volatile(node.part)
-    return any(reads_volatile(part) for part in node.parts)
+        return reads_volatile(node.part, fields)
+    return any(reads_volatile(part, fields) for part in node.parts)
 
 
 def parse_filter(raw: Any, *, max_bytes: int = 16384) -> Node | None:

@@ -160,10 +160,11 @@ class RobotMemory:
         context: dict[str, Any] | str | None = None,
         collection: str | None = None,
         session_id: str | None = None,
+        observed_at: str | float | None = None,
     ) -> LearnResult:
         """Store an experience; return ``{"status": "created", ...}`` or ``{"status": "duplicate", ...}``.
 
-        Raises ``ValidationError`` (empty or too-long insight, bad context JSON), ``NotFoundError``
+        ``observed_at`` is when it happened (ISO 8601 with a zone, or epoch seconds; default now). Raises ``ValidationError`` (empty or too-long insight, bad context JSON), ``NotFoundError``
         or ``ConflictError`` (unknown or ended session), ``DatabaseError``.
         """
         return memories.learn(self._engine, self._input(LearnInput, locals()))
@@ -180,10 +181,16 @@ class RobotMemory:
         include_data: bool = False,
         order: str = "relevance",
         robots: list[str] | str | None = None,
+        since: str | float | None = None,
+        until: str | float | None = None,
     ) -> RecallResult:
         """Return ``{"memories", "total", "mode", "query_ms", "collections", "warnings"}`` for the most
         relevant memories: ``collections`` names the collections searched (``collection="*"``: every one),
         ``warnings`` why the filter may match nothing (docs/filters.md).
+
+        ``since``/``until`` keep memories observed in that window (ISO 8601 with a zone, epoch seconds,
+        ``now``, or before now: ``-30m``, ``-2h``, ``-7d``), before any limit; ``order="recent"`` returns
+        the newest ``observed_at`` first.
 
         ``robots`` scopes recall to those robot ids (``"self"`` is this robot: the current session's when
         its context names one; a list or a comma-separated string); by default every robot's memories in
@@ -200,10 +207,14 @@ class RobotMemory:
         metadata: Any = None,
         collection: str | None = None,
         session_id: str | None = None,
+        context: dict[str, Any] | str | None = None,
+        observed_at: str | float | None = None,
     ) -> PerceptionResult:
         """Store a perception; return ``{"memory_id", "perception_type", "collection", "has_embedding"}``.
 
-        Repeated descriptions are stored again: a sensor stream is not a duplicate.
+        Repeated descriptions are stored again: a sensor stream is not a duplicate. ``context`` is filtered
+        and sorted on like a learned memory's (``metadata`` stays with the payload); ``observed_at`` is
+        when it was sensed (default now).
         """
         return perceptions.save_perception(self._engine, self._input(SavePerceptionInput, locals()))
 
@@ -224,9 +235,13 @@ class RobotMemory:
         return memories.forget(self._engine, self._input(ForgetInput, locals()))
 
     def update(
-        self, memory_id: int, new_content: str, context: dict[str, Any] | str | None = None
+        self,
+        memory_id: int,
+        new_content: str,
+        context: dict[str, Any] | str | None = None,
+        observed_at: str | float | None = None,
     ) -> UpdateResult:
-        """Replace a memory's text (and context when given) and re-index it everywhere."""
+        """Replace a memory's text (and context, ``observed_at`` when given) and re-index it everywhere."""
         return memories.update(self._engine, self._input(UpdateInput, locals()))
 
     def start_session(

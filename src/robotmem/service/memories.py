@@ -80,6 +80,7 @@ def learn(engine: Engine, args: LearnInput) -> LearnResult:
             index_body=index_text(text),
             created_at=engine.now(),
             robot_id=writer,
+            observed_at=args.observed,
         )
         memory_id = engine.insert(tx, [new], [None if vector is None else vector.vector])[0]
         if episode is not None and episode[0] == session and vector is not None:
@@ -190,6 +191,7 @@ def update(engine: Engine, args: UpdateInput) -> UpdateResult:
             tags=found.tags,
             index_body=index_text(text),
             now=later_than(engine.now(), memory.updated_at),
+            observed_at=args.observed,
         )
         tx.vectors.drop(memory.id)
         engine.store_vector(tx, memory.id, None if vector is None else vector.vector)

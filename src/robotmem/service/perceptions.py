@@ -80,7 +80,8 @@ def insert(
                 category="perception",
                 confidence=p.found.confidence,
                 context=inherited_context(
-                    inherited[sessions[p.args.session_id]][1], {"source": "save_perception"}
+                    inherited[sessions[p.args.session_id]][1],
+                    {**p.args.context_object, "source": "save_perception"},
                 ),
                 scope_files=p.found.scope_files,
                 scope_entities=p.found.scope_entities,
@@ -92,6 +93,7 @@ def insert(
                 data_json=p.args.data_json,
                 metadata_json=p.args.metadata_json,
                 robot_id=inherited[sessions[p.args.session_id]][0],
+                observed_at=p.args.observed,
             )
             for p in prepared
         ],

@@ -150,7 +150,8 @@ class CandidateSource(Protocol):
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
         """Return up to ``limit`` (None: every) ids not in ``exclude``, in ``order``: ``"id"`` (smallest
-        first), ``"oldest"`` or ``"newest"`` (by ``created_at``, ties by id in the same direction)."""
+        first), ``"oldest"`` or ``"newest"`` (by ``created_at``, ties by id in the same direction), or
+        ``"recent"`` (newest ``observed_at`` first, ties by larger id)."""
         ...
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
@@ -246,8 +247,11 @@ class MemoryTable(Protocol):
         tags: tuple[str, ...],
         index_body: str,
         now: str,
+        observed_at: str | None = None,
     ) -> None:
-        """Rewrite the text of a memory and everything derived from it; its vector is left to the caller."""
+        """Rewrite the text of a memory and everything derived from it; its vector is left to the caller.
+
+        ``observed_at`` (stored form) replaces when the memory happened; None keeps it."""
         ...
 
     def invalidate(self, memory_id: int, reason: str, now: str) -> None:

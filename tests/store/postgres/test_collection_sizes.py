@@ -71,6 +71,7 @@ def test_a_version_1_store_is_counted_when_opened(postgres_server: Any, tmp_path
             for i in range(7):
                 mem.learn(f"lesson {i} about the welding torch angle {i * 5} degrees", collection=f"c{i % 2}")
         with psycopg.connect(dsn) as conn:  # back to what version 1 left
+            conn.execute("ALTER TABLE memories DROP COLUMN observed_at CASCADE")  # version 4
             conn.execute("DROP TABLE context_value_counts")  # version 3
             conn.execute("DROP FUNCTION rm_count_value_rows CASCADE")
             conn.execute("DROP TABLE collection_sizes")

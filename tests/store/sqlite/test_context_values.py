@@ -125,6 +125,14 @@ def test_a_version_4_file_gains_the_index_of_its_stored_contexts(tmp_path: Path)
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE context_values")
     conn.execute("DROP TABLE memory_episode_vectors")
+    conn.execute("DROP TRIGGER memories_logged_update")
+    conn.execute("DROP INDEX idx_mem_observed")
+    conn.execute("DROP INDEX idx_mem_observed_in")
+    conn.execute("ALTER TABLE memories DROP COLUMN observed_at")
+    conn.execute(
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {migrations._TRACKED_V4} ON memories "
+        f"BEGIN {migrations._LOG_CHANGE.format('NEW.id')}; END"
+    )
     conn.execute("PRAGMA user_version = 4")
     conn.close()
     with RobotMemory(path, embed_backend="none", settings=Settings(home=tmp_path)) as mem:

@@ -143,6 +143,11 @@ def test_a_file_of_an_older_version_opens_at_the_current_one_with_everything_int
         assert mem.session_memories("episode-1")["total"] == 3
         robot = mem.engine.robot_id
         assert {m["robot_id"] for m in found} == {robot}
+        # Event time (version 6): what was stored before happened, as far as the file knows, when stored.
+        assert {m["observed_at"] for m in found} == {_T0}
+        window = mem.recall("", collection="kitchen", n=10, since=_T0, until=_T0)["memories"]
+        assert {m["id"] for m in window} == {1, 2, 3, 5}
+        assert mem.recall("", collection="kitchen", since=_T1)["memories"] == []
         new = mem.learn("the dishwasher door opens to the left", collection="kitchen")["memory_id"]
         assert new == 6
 
@@ -157,6 +162,7 @@ def test_a_file_of_an_older_version_opens_at_the_current_one_with_everything_int
             "SELECT * FROM perception_payloads",
         )
     ] == others
+    assert _table(path, "SELECT COUNT(*) FROM memories WHERE id <= 5 AND observed_at = created_at") == [(5,)]
     uids = [str(row[0]) for row in _table(path, "SELECT uid FROM memories ORDER BY id")]
     assert len(set(uids)) == 6 and all(re.fullmatch("[0-9a-f]{32}", uid) for uid in uids)
     if uids_before is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -115,6 +116,11 @@ def _operation(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+_OBSERVED_AT = "when it happened: ISO 8601 with a zone (2026-01-01T12:00:00Z) or epoch seconds"
+_TIME_BOUND = "ISO 8601 with a zone, epoch seconds, now, or before now (-30m, -2h, -7d)"
+# argparse's pattern of a negative number, widened to relative times (-30m, -1.5h).
+_NEGATIVE_OR_RELATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+(\.\d+)?[smhdw]$")
+
 _INPUTS: dict[str, type[OperationInput]] = {
     "learn": LearnInput,
     "recall": RecallInput,
@@ -137,6 +143,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("insight")
     p.add_argument("--context")
     p.add_argument("--session-id", dest="session_id")
+    p.add_argument("--observed-at", dest="observed_at", help=_OBSERVED_AT)
     p.set_defaults(run=_operation("learn"))
     p = sub.add_parser("recall", parents=[common], help="find relevant memories")
     p.add_argument("query", nargs="?", default="")
@@ -146,10 +153,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--filter", dest="context_filter")
     p.add_argument("--spatial-sort", dest="spatial_sort")
     p.add_argument("--include-data", dest="include_data", action="store_true", default=None)
-    p.add_argument("--order", choices=["relevance", "time"])
+    p.add_argument(
+        "--order",
+        choices=["relevance", "time", "recent"],
+        help="relevance; time: oldest stored first; recent: newest observed first",
+    )
     p.add_argument(
         "--robots", help='comma-separated robot ids ("self" = this robot); default: the whole fleet'
     )
+    p.add_argument("--since", help=f"only memories observed at or after: {_TIME_BOUND}")
+    p.add_argument("--until", help=f"only memories observed at or before: {_TIME_BOUND}")
+    # ``--since -2h``: a value that looks like a time before now is a value, not an option.
+    p._negative_number_matcher = _NEGATIVE_OR_RELATIVE
     p.add_argument(
         "--all-collections",
         dest="all_collections",
@@ -182,6 +197,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--data")
     p.add_argument("--metadata")
     p.add_argument("--session-id", dest="session_id")
+    p.add_argument("--context", help="context JSON, filterable and sortable as learn's")
+    p.add_argument("--observed-at", dest="observed_at", help=_OBSERVED_AT)
     p.set_defaults(run=_operation("save_perception"))
     p = sub.add_parser("forget", parents=[common], help="invalidate a memory")
     p.add_argument("memory_id", type=int)
@@ -191,6 +208,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("memory_id", type=int)
     p.add_argument("new_content")
     p.add_argument("--context")
+    p.add_argument("--observed-at", dest="observed_at", help=_OBSERVED_AT)
     p.set_defaults(run=_operation("update"))
     p = sub.add_parser("start-session", parents=[common], help="begin an episode")
     p.add_argument("--context")

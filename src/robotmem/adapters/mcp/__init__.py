@@ -79,7 +79,8 @@ a safety limit. Use it right after something worked, failed or surprised you; on
 grasp success on mugs".
 {_CONTEXT_SECTIONS}
 Category, confidence, tags and `name=value unit` parameters are inferred and returned in auto_inferred.
-Without session_id the memory joins the session this server started last, if it is still open.
+observed_at says when it happened (ISO 8601 with a zone such as "2026-03-02T14:05:00Z", or epoch seconds),
+when that is not now: e.g. a lesson from an earlier run. Without session_id the memory joins the session this server started last, if it is still open.
 Returns {{"status": "created", "memory_id", "auto_inferred"}}, or {{"status": "duplicate", "method",
 "existing_id", "similarity"}} when the same experience is already stored (not an error; nothing is added).""",
     "recall": """\
@@ -88,12 +89,16 @@ Find the stored experiences most relevant to the current situation; call it befo
 spatial_sort select the memories. Narrow the search with:
 - context_filter: a JSON object of dot path -> condition, all must hold. Paths reach any context key
   ("task.success", "params.grip_force", "robot.id", "env.sim_or_real") and the record fields category,
-  confidence, type, perception_type, session_id, created_at, robot_id, tags. A plain value means equality;
+  confidence, type, perception_type, session_id, created_at, observed_at, robot_id, tags. A plain value means equality;
   operators: $eq $ne $lt $lte $gt $gte $in $nin $exists $between $contains, combined with $and / $or (lists
   of filters) and $not. Example: {"task.success": true, "params.grip_force": {"$between": [10, 15]},
   "$or": [{"robot.type": "Fetch"}, {"tags": {"$contains": "grasping"}}]}
 - spatial_sort: {"field": "spatial.object_position", "target": [1.3, 0.7, 0.42], "max_distance": 0.5}
   orders by Euclidean distance to target, nearest first; max_distance drops memories farther away.
+- since / until: only memories observed in that window (when they happened, not when stored): ISO 8601
+  with a zone, epoch seconds, "now", or a time before now such as "-30m", "-2h", "-7d". "What did I see in
+  the last hour?" is since="-1h". They restrict before any limit, with or without a query.
+- order="recent": newest observed first (the latest sightings); order="time": oldest stored first.
 - session_id with order="time" replays that episode in the order it happened.
 - robots: "self" for this robot's own experience, or robot ids (list or comma-separated); by default every
   robot's memories in the store, this robot's own ranked a little higher.
@@ -102,14 +107,18 @@ Returns {"memories": [...], "total", "mode", "query_ms", "collections", "warning
 collections searched; warnings (usually empty) says why a context_filter may match nothing (a path no
 memory in scope carries, with the nearest existing path, or a value of a type none stored there has): fix
 the filter and call again rather than concluding there is no such experience. Each memory has id, content, category, confidence,
-tags, robot_id, uid (its fleet-wide id), score (best = 1.0), its context with the sections
+tags, robot_id, uid (its fleet-wide id), observed_at (when it happened, ISO 8601 UTC), created_at (when
+stored), score (best = 1.0), its context with the sections
 params/spatial/robot/task also at top level, and spatial_distance when spatial_sort is used. Perception
 data and metadata come only with include_data=true.""",
     "save_perception": """\
 Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
 trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and
 `metadata` hold the payload as a string or any JSON value (size-capped) and are returned by recall only with
-include_data=true. perception_type: visual, tactile, auditory, proprioceptive, or procedural (trajectories,
+include_data=true. `context` (a JSON object as learn takes it: where, which object, which room, e.g.
+{"spatial": {"position": [1.2, 0.4, 0.0]}, "room": "kitchen"}) is what context_filter and spatial_sort
+reach; observed_at is when it was sensed (ISO 8601 with a zone or epoch seconds; default now).
+perception_type: visual, tactile, auditory, proprioceptive, or procedural (trajectories,
 action sequences). Repeated descriptions are stored again: a sensor stream is not a duplicate.
 Returns {"memory_id", "perception_type", "collection", "has_embedding"}.""",
     "forget": """\
@@ -119,7 +128,7 @@ index. Fails when no active memory has this id. Returns {"status": "forgotten", 
 "reason"}.""",
     "update": """\
 Correct the text of a memory (up to 300 characters by default) and, when `context` is given, replace its
-stored context (same sections as in learn). The memory is classified and indexed again. Fails when no active
+stored context (same sections as in learn); observed_at corrects when it happened. The memory is classified and indexed again. Fails when no active
 memory has this id. Returns {"status": "updated", "memory_id", "old_content", "new_content", "auto_inferred"}.""",
     "start_session": """\
 Begin an episode: one task attempt, run or trial. Call it at the start with a context such as

@@ -23,7 +23,7 @@ from typing import Any
 from robotmem.formats.inputs import RecallInput
 from robotmem.formats.results import RecallHit, RecallResult
 from robotmem.formats.serialize import hit_to_dict, recall_result
-from robotmem.formats.validation import resolve_robots
+from robotmem.formats.validation import resolve_robots, resolve_window
 from robotmem.query.filters import Scalar, parse_filter
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
@@ -40,6 +40,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
     started = time.perf_counter()
     settings = engine.settings
     acting = engine.acting_robot()
+    since, until = resolve_window(*args.window, engine.clock())
     plan = RecallPlan(
         query=args.query,
         n=settings.top_k if args.n is None else args.n,
@@ -52,6 +53,8 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         order=args.order,
         robots=resolve_robots(args.robot_ids, acting),
         own_robot=acting,
+        since=since,
+        until=until,
     )
     outcome = execute(engine, plan)
     warnings = engine.read(lambda tx: filter_warnings(tx, plan, outcome.searched, len(outcome.hits)))

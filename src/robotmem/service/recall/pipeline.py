@@ -5,7 +5,7 @@
     pool       the scored candidates, and the nearest memories when ordering by distance
                (with a query: only the relevant ones, ``relevance``)
     boost      real-world and own-robot factors
-    order      by distance, time or score; the first n the snapshot holds; scores normalised (best = 1.0)
+    order      by distance, time (stored, oldest first), recent (observed, newest first) or score; the first n the snapshot holds; scores normalised (best = 1.0)
 
 Filters apply inside every channel, before any limit, so a limit never hides a memory that passes them.
 
@@ -30,6 +30,9 @@ from robotmem.service.recall.relevance import RelevanceGate, nearest_relevant
 from robotmem.service.recall.scoring import bm25_words, score_candidates
 from robotmem.store.protocol import CandidateSource, ChannelQuery, Ranked, StoreTx, VectorQuery
 from robotmem.text.tokens import or_match, query_tokens
+
+# The listing order of a recall without a query, by its ``order``.
+_LISTED = {"time": "oldest", "recent": "recent"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +134,8 @@ def run_on(
         score_candidates(source, plan.query, channels.ranked, settings, plan.n, reader) if plan.query else {}
     )
     pool, near = candidate_pool(source, tx, plan, channels, fused)
-    # Time order needs every pooled memory's record; ranking by relevance only the chosen few's.
-    needs_records = plan.order == "time" or not plan.query
+    # Time orders need every pooled memory's record; ranking by relevance only the chosen few's.
+    needs_records = plan.order in ("time", "recent") or not plan.query
     records = tx.memories.fetch(pool) if needs_records else {}
     scores = boosted(
         source, plan, settings, fused, [m for m in pool if m in records] if needs_records else pool
@@ -200,7 +203,7 @@ def candidate_pool(
     pool = list(fused)
     if plan.spatial is None:
         if not plan.query:
-            pool += source.listed(plan.n, order="oldest" if plan.order == "time" else "newest")
+            pool += source.listed(plan.n, order=_LISTED.get(plan.order, "newest"))
         return pool, {}
     if not plan.query:
         near = source.nearest(plan.spatial, plan.n)
@@ -258,6 +261,9 @@ def _order(
         return ordered, {m: 1.0 / (1.0 + known[m]) if m in known else 0.0 for m in ordered}, distances
     if plan.order == "time":
         ordered = sorted(scores, key=lambda m: (records[m].created_at, m))
+        return ordered, {m: 1.0 for m in ordered}, distances
+    if plan.order == "recent":
+        ordered = sorted(scores, key=lambda m: (records[m].observed_at, m), reverse=True)
         return ordered, {m: 1.0 for m in ordered}, distances
     if not plan.query:
         ordered = sorted(scores, key=lambda m: (records[m].created_at, m), reverse=True)

@@ -25,21 +25,31 @@ class RecallPlan:
     order: str = "relevance"
     robots: tuple[str, ...] | None = None  # None: every robot's memories
     own_robot: str = ""  # whose memories the own-robot boost favours ("" = none)
+    since: str | None = None  # stored times bounding ``observed_at`` (inclusive); None: unbounded
+    until: str | None = None
 
     @property
     def scope(self) -> RecallScope:
-        """The memories this recall may return (robot scoping is one more filter condition)."""
+        """The memories this recall may return (robot scoping and the time window are more filter
+        conditions, so they restrict every channel before any limit)."""
+        conditions: list[Node] = []
+        if self.robots is not None:
+            conditions.append(Condition(("robot_id",), "$in", self.robots))
+        if self.since is not None:
+            conditions.append(Condition(("observed_at",), "$gte", self.since))
+        if self.until is not None:
+            conditions.append(Condition(("observed_at",), "$lte", self.until))
         return RecallScope(
             collection=self.collection,
             min_confidence=self.min_confidence,
             session_id=self.session_id,
             exclude_session=self.exclude_session,
-            filter=_with_robots(self.filter, self.robots),
+            filter=_joined(self.filter, conditions),
         )
 
 
-def _with_robots(filter: Node | None, robots: tuple[str, ...] | None) -> Node | None:
-    if robots is None:
-        return filter
-    condition = Condition(("robot_id",), "$in", robots)
-    return condition if filter is None else All((filter, condition))
+def _joined(filter: Node | None, conditions: list[Node]) -> Node | None:
+    parts = ([] if filter is None else [filter]) + conditions
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else All(tuple(parts))

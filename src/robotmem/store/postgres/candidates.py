@@ -30,7 +30,7 @@ import numpy.typing as npt
 import psycopg
 
 from robotmem.query.bm25 import K1, B
-from robotmem.query.filters import reads_volatile
+from robotmem.query.filters import UNCACHED_FIELDS, reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.filters import PgFilter
@@ -191,7 +191,12 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
-_ORDERS = {"id": "m.id", "oldest": "m.created_at ASC, m.id ASC", "newest": "m.created_at DESC, m.id DESC"}
+_ORDERS = {
+    "id": "m.id",
+    "oldest": "m.created_at ASC, m.id ASC",
+    "newest": "m.created_at DESC, m.id DESC",
+    "recent": "m.observed_at DESC, m.id DESC",
+}
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
 # Where the process ranks BM25 while the server searches the vectors of the same recall: (pid, pool).
@@ -299,7 +304,7 @@ class PgCandidates:
         self._postings = postings
         self._postings_synced = False
         self._points = points
-        self._masks = None if reads_volatile(scope.filter) else masks
+        self._masks = None if reads_volatile(scope.filter, UNCACHED_FIELDS) else masks
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)

@@ -205,7 +205,8 @@ class Memories:
             "UPDATE memories SET content = %(content)s, content_hash = %(hash)s, category = %(category)s, "
             "confidence = %(confidence)s, base_confidence = %(confidence)s, context = %(filterable)s::jsonb, "
             "context_text = %(context)s, scope_files = %(files)s, scope_entities = %(entities)s, "
-            "embedding_model = NULL, embedding = NULL, updated_at = %(now)s WHERE id = %(id)s RETURNING collection",
+            "embedding_model = NULL, embedding = NULL, updated_at = %(now)s, "
+            "observed_at = COALESCE(%(observed)s::text, observed_at) WHERE id = %(id)s RETURNING collection",
             {**params, "filterable": filterable(params["context"])},
         ).fetchone()
         text_index.replace(self._conn, memory_id, fields["index_body"])

@@ -13,7 +13,7 @@ step through the change log:
 - a mask is read only in a snapshot at or after the change it was synced to (an older snapshot gets
   None, and the candidates check on the server as before);
 - a predicate over a field written without a logged change (``filters.VOLATILE_FIELDS``: every
-  recall bumps ``access_count``) is never held (``PgCandidates`` asks ``filters.reads_volatile``); nor are masks of a store whose ids are too sparse for per-id arrays.
+  recall bumps ``access_count``), or over a time window (``filters.UNCACHED_FIELDS``), is never held (``PgCandidates`` asks ``filters.reads_volatile``); nor are masks of a store whose ids are too sparse for per-id arrays.
 
 Every write to a memory row or its tags takes a new ``change_seq`` number under the store's write lock
 (``schema``), so the numbers commit in order and nothing changed is missed.

@@ -439,7 +439,31 @@ def _migrate_v3(conn: psycopg.Connection) -> None:
     conn.execute(_V3)
 
 
-MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (_migrate_v1, _migrate_v2, _migrate_v3)
+# v4: event time. ``observed_at`` is when a memory happened (``created_at``: when it was stored); rows
+# stored before it happened, as far as the store knows, when they were stored. Its change is logged.
+_V4 = """
+ALTER TABLE memories ADD COLUMN observed_at text COLLATE "C" NOT NULL DEFAULT '';
+UPDATE memories SET observed_at = created_at;
+CREATE INDEX idx_mem_observed ON memories(observed_at, id);
+CREATE INDEX idx_mem_observed_in ON memories(collection, observed_at, id);
+DROP TRIGGER IF EXISTS memories_logged_update ON memories;
+CREATE TRIGGER memories_logged_update AFTER UPDATE OF collection, type, content, human_summary, content_hash,
+    category, confidence, context, scope_files, scope_entities, session_id, perception_type, status,
+    superseded_by, merged_ids, invalidated_reason, created_at, updated_at, uid, robot_id, observed_at
+    ON memories FOR EACH ROW EXECUTE FUNCTION rm_log_memory();
+"""
+
+
+def _migrate_v4(conn: psycopg.Connection) -> None:
+    conn.execute(_V4)
+
+
+MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (
+    _migrate_v1,
+    _migrate_v2,
+    _migrate_v3,
+    _migrate_v4,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -211,12 +211,13 @@ class SharedMaintenance(ABC):
         memory_times: list[Any] = []
         confidences: list[Any] = []
         for row in self._conn.execute(
-            "SELECT id, created_at, updated_at, last_accessed, confidence, base_confidence FROM memories "
-            "ORDER BY id"
+            "SELECT id, created_at, updated_at, last_accessed, confidence, base_confidence, observed_at "
+            "FROM memories ORDER BY id"
         ):
-            memory_id, created, updated, accessed, confidence, base = row
-            if not (_is_time(created) and _is_time(updated) and _is_time(accessed, nullable=True)):
-                memory_times.append((memory_id, created, updated, accessed))
+            memory_id, created, updated, accessed, confidence, base, observed = row
+            times = (created, updated, observed)
+            if not (all(_is_time(t) for t in times) and _is_time(accessed, nullable=True)):
+                memory_times.append((memory_id, created, updated, accessed, observed))
             if not (is_unit(confidence) and is_unit(base)):
                 confidences.append((memory_id, confidence, base))
         session_times = [
@@ -307,25 +308,33 @@ class SharedMaintenance(ABC):
 
         A time that can be read (naive, date only, another offset) is rewritten as the same moment in
         UTC. One that cannot is replaced: ``created_at`` by ``updated_at`` (or the repair time),
-        ``updated_at`` by ``created_at``, ``last_accessed`` by NULL, a session's ``ended_at`` by the
+        ``updated_at`` and ``observed_at`` by ``created_at``, ``last_accessed`` by NULL, a session's ``ended_at`` by the
         repair time. A confidence outside 0..1 is clamped into it (a text becomes 0).
         """
         conn, p = self._conn, self._mark
         memory_times, session_times, confidences = self._bad_values()
         replaced = 0
-        for memory_id, created, updated, accessed in memory_times:
+        for memory_id, created, updated, accessed, observed in memory_times:
             new_created, new_updated = stored_time(created), stored_time(updated)
             new_accessed = None if accessed is None else stored_time(accessed)
+            new_observed = stored_time(observed)
             replaced += (
                 (new_created is None)
                 + (new_updated is None)
                 + (accessed is not None and new_accessed is None)
+                + (new_observed is None)
             )
             new_created = new_created or new_updated or now
             conn.execute(
-                f"UPDATE memories SET created_at = {p('c')}, updated_at = {p('u')}, last_accessed = {p('a')} "
-                f"WHERE id = {p('id')}",
-                {"c": new_created, "u": new_updated or new_created, "a": new_accessed, "id": memory_id},
+                f"UPDATE memories SET created_at = {p('c')}, updated_at = {p('u')}, last_accessed = {p('a')}, "
+                f"observed_at = {p('o')} WHERE id = {p('id')}",
+                {
+                    "c": new_created,
+                    "u": new_updated or new_created,
+                    "a": new_accessed,
+                    "o": new_observed or new_created,
+                    "id": memory_id,
+                },
             )
         for session_id, created, ended, status in session_times:
             new_created = stored_time(created)

@@ -53,6 +53,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "updated_at",
         "uid",
         "robot_id",
+        "observed_at",
     ),
     "sessions": ("id", "collection", "context", "status", "summary", "created_at", "ended_at"),
     "session_outcomes": ("session_id", "outcome_score", "memory_count", "summary", "created_at"),

@@ -29,7 +29,7 @@ _MEMORY_COLUMNS = (
     "m.id, m.collection, m.type, m.content, m.human_summary, m.category, m.confidence, m.session_id, "
     "m.perception_type, m.created_at, m.updated_at, m.access_count, m.{context}, m.status, m.superseded_by, "
     "m.merged_ids, m.last_accessed, m.scope_files, m.scope_entities, m.invalidated_reason, m.embedding_model, "
-    "m.robot_id, m.uid"
+    "m.robot_id, m.uid, m.observed_at"
 )
 SESSION_SELECT = (
     "SELECT s.id, s.collection, s.context, s.status, s.created_at, s.ended_at, o.outcome_score, s.summary "
@@ -94,6 +94,7 @@ def row_to_memory(
         has_embedding=row[20] is not None,
         robot_id=row[21],
         uid=row[22],
+        observed_at=row[23] or row[9],
     )
 
 
@@ -202,6 +203,7 @@ def new_memory_row(new: NewMemory) -> dict[str, Any]:
         "perception_type": new.perception_type,
         "created_at": new.created_at,
         "updated_at": new.created_at,
+        "observed_at": new.observed_at or new.created_at,
         "uid": uuid.uuid4().hex,
         "robot_id": new.robot_id,
     }
@@ -226,7 +228,7 @@ def new_payloads(ids: Sequence[int], news: Sequence[NewMemory]) -> list[tuple[in
 def new_content(memory_id: int, fields: Mapping[str, Any]) -> dict[str, Any]:
     """Return the parameters of the statement of ``MemoryTable.replace_content`` (whose keywords are
     ``fields``): ``id``, ``content``, ``hash``, ``category``, ``confidence``, ``context``, ``files``,
-    ``entities``, ``now``, JSON columns as text."""
+    ``entities``, ``now``, ``observed`` (None: keep the stored one), JSON columns as text."""
     return {
         "id": memory_id,
         "content": fields["content"],
@@ -237,6 +239,7 @@ def new_content(memory_id: int, fields: Mapping[str, Any]) -> dict[str, Any]:
         "files": dumps(list(fields["scope_files"])),
         "entities": dumps(list(fields["scope_entities"])),
         "now": fields["now"],
+        "observed": fields.get("observed_at"),
     }
 
 

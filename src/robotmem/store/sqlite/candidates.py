@@ -28,7 +28,12 @@ from robotmem.text.tokens import or_match
 
 Scored = list[tuple[int, float]]
 IndexFor = Callable[[str, int], MirroredIndex]
-_ORDERS = {"id": "m.id", "oldest": "m.created_at ASC, m.id ASC", "newest": "m.created_at DESC, m.id DESC"}
+_ORDERS = {
+    "id": "m.id",
+    "oldest": "m.created_at ASC, m.id ASC",
+    "newest": "m.created_at DESC, m.id DESC",
+    "recent": "m.observed_at DESC, m.id DESC",
+}
 
 
 def predicate(scope: RecallScope) -> tuple[str, dict[str, Any]]:

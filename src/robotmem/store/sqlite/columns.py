@@ -48,6 +48,7 @@ MEMORY_COLUMNS: dict[str, str] = {
     "updated_at": "text",
     "uid": "text",
     "robot_id": "text",
+    "observed_at": "text",
 }
 SESSION_COLUMNS: dict[str, str] = {
     "id": "text",
@@ -69,7 +70,9 @@ TAG_COLUMNS: dict[str, str] = {"tag": "text", "source": "text"}
 PAYLOAD_COLUMNS: dict[str, str] = {"data": "json?", "metadata": "json?"}
 # Columns of memories and sessions with checks (and repairs) of their own: the form of a time, the
 # range of a confidence (``SharedMaintenance._repair_values``).
-MEMORY_OWN_CHECKS = frozenset({"created_at", "updated_at", "last_accessed", "confidence", "base_confidence"})
+MEMORY_OWN_CHECKS = frozenset(
+    {"created_at", "updated_at", "last_accessed", "observed_at", "confidence", "base_confidence"}
+)
 SESSION_OWN_CHECKS = frozenset({"created_at", "ended_at"})
 # table → (its kinds, the columns left to their own checks)
 TABLES: dict[str, tuple[dict[str, str], frozenset[str]]] = {

@@ -182,7 +182,8 @@ class Memories:
         self._conn.execute(
             "UPDATE memories SET content = :content, content_hash = :hash, category = :category, "
             "confidence = :confidence, base_confidence = :confidence, context = :context, scope_files = :files, "
-            "scope_entities = :entities, embedding_model = NULL, updated_at = :now WHERE id = :id",
+            "scope_entities = :entities, embedding_model = NULL, updated_at = :now, "
+            "observed_at = COALESCE(:observed, observed_at) WHERE id = :id",
             rows.new_content(memory_id, fields),
         )
         text_index.replace(self._conn, memory_id, fields["index_body"])

@@ -5,7 +5,8 @@ candidate) and for BM25 over every row sharing a query word. Both grow with the 
 90 ms per query at 100k memories. The mirror keeps instead, per memory id,
 
 * the record columns every recall filters on (active, collection, confidence, session), the
-  real-world flag of the ranking and the creation time (episode order), as numpy arrays;
+  real-world flag of the ranking, the creation time (episode order) and the event time (time windows),
+  as numpy arrays;
 * the pass/fail mask of every filter condition used recently, computed once by the same SQL the
   filter compiles to (so the semantics are SQLite's, not a re-implementation) and then only
   re-evaluated for memories that change;
@@ -22,7 +23,9 @@ What keeps the mirror right — check each when a change touches storage or filt
    ``context``) is in ``migrations._TRACKED``, so an UPDATE of it is logged. Adding a column that recall
    reads means a migration that recreates the update trigger with it.
 2. Volatile fields: a filterable field written without a logged change (``access_count``, bumped by every
-   recall) is in ``filters.VOLATILE_FIELDS``; conditions on it are evaluated afresh each recall, never cached.
+   recall) is in ``filters.VOLATILE_FIELDS``; conditions on it are evaluated afresh each recall, never cached
+   (as are time windows on ``observed_at``, ``filters.UNCACHED_FIELDS``: a window relative to now is new
+   every recall).
 3. Filterable record fields: every key of ``filters.RECORD_FIELDS`` is either tracked (1), volatile (2),
    ``id`` (never changes) or ``tags`` (``memory_tags`` has insert and delete triggers).
 4. Mirrored columns: every value ``_ROWS`` selects after ``id`` has its array in ``_COLUMNS`` (name, type
@@ -39,24 +42,26 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from robotmem.query.bm25 import FloatArray, LexicalIndex
-from robotmem.query.filters import VOLATILE_FIELDS, All, Any_, Condition, Node, Not
+from robotmem.query.filters import UNCACHED_FIELDS, All, Any_, Condition, Node, Not
 from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.filters import SqlBuilder, to_sql
 
 BoolArray = npt.NDArray[np.bool_]
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _BATCH = 4096  # FTS bodies per stemmer round trip
 
 _ROWS = (
     "SELECT id, collection, status = 'active', confidence, session_id, "
-    "json_extract(context, '$.env.sim_or_real') = 'real', julianday(created_at) FROM memories"
+    "json_extract(context, '$.env.sim_or_real') = 'real', julianday(created_at), observed_at FROM memories"
 )
 # The array of each value ``_ROWS`` selects after ``id``, in order: attribute, type, value of no memory.
 _COLUMNS: tuple[tuple[str, type[np.generic], Any], ...] = (
@@ -66,6 +71,9 @@ _COLUMNS: tuple[tuple[str, type[np.generic], Any], ...] = (
     ("_session", np.int32, -1),  # code in ``_sessions``
     ("_real", np.bool_, False),
     ("_created", np.float64, 0.0),  # julianday(created_at)
+    # observed_at in epoch microseconds (exact in a float64); NaN: a text not in the stored form (windows
+    # then go to SQL, which compares the text); -inf: no memory (the scope's mask leaves such ids out).
+    ("_observed", np.float64, -math.inf),
 )
 _MAX_CACHED_CONDITIONS = 32
 _MAX_CACHED_POINTS = 8
@@ -74,6 +82,23 @@ _EXACT_INT = 2**53  # integers up to this size are exact as float64
 _NULL, _NUMBER, _TEXT = 0, 1, 2
 # Operators a value column answers exactly like SQLite (see ``_from_values``); others use SQL.
 _VALUE_OPERATORS = frozenset({"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$between", "$in", "$nin"})
+# Operators of a time window the ``_observed`` column answers (``_from_observed``).
+_WINDOW_OPERATORS = frozenset({"$lt", "$lte", "$gt", "$gte"})
+
+
+def _stored_micros(value: Any) -> float | None:
+    """Return the epoch microseconds of a time in the stored form (``2026-01-01T12:00:00.000000+00:00``),
+    None for any other value. Stored-form texts order as their times do, so comparing these numbers
+    gives what SQLite's text comparison gives."""
+    if not isinstance(value, str) or len(value) != 32 or not value.endswith("+00:00") or value[10] != "T":
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.isoformat(timespec="microseconds") != value:
+        return None
+    return float((moment - _EPOCH) // timedelta(microseconds=1))
 
 
 def _as_sqlite_orders(value: Any) -> float:
@@ -122,6 +147,7 @@ class RecallMirror:
     _session: npt.NDArray[np.int32]
     _real: BoolArray
     _created: FloatArray
+    _observed: FloatArray
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -193,7 +219,7 @@ class RecallMirror:
             self._seen, self._epoch = head, epoch
 
     def _set_rows(self, rows: Iterable[Sequence[Any]]) -> None:
-        for memory_id, collection, active, confidence, session, real, created in rows:
+        for memory_id, collection, active, confidence, session, real, created, observed in rows:
             self._reserve(memory_id)
             code = self._collections.setdefault(collection, len(self._collections))
             self._collection[memory_id] = code
@@ -205,6 +231,8 @@ class RecallMirror:
                 self._session[memory_id] = self._sessions.setdefault(session, len(self._sessions))
             self._real[memory_id] = bool(real)
             self._created[memory_id] = float(created) if created is not None else 0.0
+            micros = _stored_micros(observed)
+            self._observed[memory_id] = math.nan if micros is None else micros
 
     def _load(self, conn: sqlite3.Connection) -> None:
         self._allocate(0)
@@ -351,7 +379,27 @@ class RecallMirror:
             return (is_number & (number > bound)) | is_text
         return (is_number & (number >= bound)) | is_text
 
+    def _from_observed(self, node: Condition) -> BoolArray | None:
+        """Answer a time-window comparison on ``observed_at`` from the ``_observed`` column, or None to use
+        SQL (another operator, an operand not in the stored form, or a stored value not in it)."""
+        if node.path != ("observed_at",) or node.operator not in _WINDOW_OPERATORS:
+            return None
+        bound = _stored_micros(node.operand)
+        observed = self._observed
+        if bound is None or np.isnan(observed).any():
+            return None
+        if node.operator == "$lt":
+            return observed < bound
+        if node.operator == "$lte":
+            return observed <= bound
+        if node.operator == "$gt":
+            return observed > bound
+        return observed >= bound
+
     def _condition(self, conn: sqlite3.Connection, node: Condition) -> BoolArray:
+        answered = self._from_observed(node)
+        if answered is not None:
+            return answered
         answered = self._from_values(conn, node)
         if answered is not None:
             return answered
@@ -365,7 +413,7 @@ class RecallMirror:
         every = conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)
         passed = [int(r[0]) for r in every if r[0] < self.capacity]
         mask[passed] = True
-        if node.path[0] not in VOLATILE_FIELDS:
+        if node.path[0] not in UNCACHED_FIELDS:
             self._conditions[key] = (sql, params, mask)
             if len(self._conditions) > _MAX_CACHED_CONDITIONS:
                 self._conditions.popitem(last=False)

@@ -142,8 +142,9 @@ _TRACKED_V3 = (
     "context, scope_files, scope_entities, session_id, perception_type, status, superseded_by, merged_ids, "
     "invalidated_reason, created_at, updated_at, uid"
 )
-# Schema version 4 adds ``robot_id``, which recall filters on (robot scoping).
-_TRACKED = _TRACKED_V3 + ", robot_id"
+# Schema version 4 adds ``robot_id``, which recall filters on (robot scoping); 6 adds ``observed_at``.
+_TRACKED_V4 = _TRACKED_V3 + ", robot_id"
+_TRACKED = _TRACKED_V4 + ", observed_at"
 _LOG_CHANGE = (
     "INSERT OR REPLACE INTO memory_changes (memory_id, seq) "
     "VALUES ({}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM memory_changes))"
@@ -196,7 +197,7 @@ def _migrate_v4(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_mem_robot ON memories(robot_id)")
     conn.execute("DROP TRIGGER memories_logged_update")
     conn.execute(
-        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED} ON memories "
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED_V4} ON memories "
         f"BEGIN {_LOG_CHANGE.format('NEW.id')}; END"
     )
     conn.execute("CREATE TABLE session_changes (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
@@ -251,12 +252,31 @@ def _migrate_v5(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_episode_vectors_seq ON memory_episode_vectors(seq)")
 
 
+def _migrate_v6(conn: sqlite3.Connection) -> None:
+    """Event time: ``observed_at``, when a memory happened, beside ``created_at``, when it was stored.
+
+    Memories stored before this version happened, as far as the store knows, when they were stored.
+    The update trigger logs a change of it, so the recall mirror and sync see a corrected time.
+    """
+    conn.execute("ALTER TABLE memories ADD COLUMN observed_at TEXT NOT NULL DEFAULT ''")
+    conn.execute("UPDATE memories SET observed_at = created_at")
+    # A window alone reads the first; "the newest of a collection" (order=recent) walks the second.
+    conn.execute("CREATE INDEX idx_mem_observed ON memories(observed_at)")
+    conn.execute("CREATE INDEX idx_mem_observed_in ON memories(collection, observed_at)")
+    conn.execute("DROP TRIGGER memories_logged_update")
+    conn.execute(
+        f"CREATE TRIGGER memories_logged_update AFTER UPDATE OF {_TRACKED} ON memories "
+        f"BEGIN {_LOG_CHANGE.format('NEW.id')}; END"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
     _migrate_v5,
+    _migrate_v6,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
