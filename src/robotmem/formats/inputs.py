@@ -140,6 +140,13 @@ class RecallInput(OperationInput):
         default=None,
         description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
     )
+    min_relevance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="With a query, leave out memories less relevant than this (0..1; default 0.5, the "
+        "calibrated floor; 0 turns it off).",
+    )
     __slots__ = ("_filter", "_spatial", "_robots")
 
     @property

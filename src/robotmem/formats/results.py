@@ -83,6 +83,9 @@ class RecallHit(MemoryRecord):
     """Relevance after fusion, weights and sorting, normalised so the best is 1.0."""
     matched_by: list[str]
     """The channels that found it: text, vector."""
+    relevance: float | None
+    """How relevant it is to the query, 0..1, comparable across queries (0.5 = the calibrated floor); null
+    without a query."""
     spatial_distance: NotRequired[float | None]
     """With spatial_sort: Euclidean distance to the target (null when not finite or without the field)."""
     data: NotRequired[Any]
@@ -103,6 +106,8 @@ class RecallResult(TypedDict):
     """The search that ran (bm25_only when no embedder can run, filter_only for an empty query)."""
     query_ms: float
     """Time the recall took, in milliseconds."""
+    note: str | None
+    """With a query and no memories: why (nothing in scope reaches min_relevance); else null."""
 
 
 class ListedMemory(MemoryRecord):

@@ -125,6 +125,7 @@ def hit_to_dict(hit: Hit, *, include_data: bool) -> RecallHit:
         **memory_to_dict(hit.memory),  # type: ignore[typeddict-item]
         "score": round(hit.score, 6),
         "matched_by": sorted(hit.matched_by),
+        "relevance": None if hit.relevance is None else round(hit.relevance, 4),
     }
     if hit.spatial_distance is not None:
         # Never Infinity: spatial.distance already gives None past the float range, checked again here.
@@ -136,13 +137,17 @@ def hit_to_dict(hit: Hit, *, include_data: bool) -> RecallHit:
     return record
 
 
-def recall_result(hits: Sequence[Hit], *, include_data: bool, mode: str, query_ms: float) -> RecallResult:
-    """Return recall's result: the hits best first, their count, the search that ran and its time."""
+def recall_result(
+    hits: Sequence[Hit], *, include_data: bool, mode: str, query_ms: float, note: str | None = None
+) -> RecallResult:
+    """Return recall's result: the hits best first, their count, the search that ran, its time, and why
+    there are none when nothing was relevant."""
     return {
         "memories": [hit_to_dict(hit, include_data=include_data) for hit in hits],
         "total": len(hits),
         "mode": mode,  # type: ignore[typeddict-item]
         "query_ms": round(query_ms, 3),
+        "note": note,
     }
 
 

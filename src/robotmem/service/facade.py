@@ -173,8 +173,13 @@ class RobotMemory:
         include_data: bool = False,
         order: str = "relevance",
         robots: list[str] | str | None = None,
+        min_relevance: float | None = None,
     ) -> RecallResult:
-        """Return ``{"memories", "total", "mode", "query_ms"}`` for the most relevant memories.
+        """Return ``{"memories", "total", "mode", "query_ms", "note"}`` for the most relevant memories.
+
+        With a query, each memory carries its ``relevance`` (0..1, comparable across queries) and those
+        below ``min_relevance`` (default 0.5, the embedding model's calibrated floor; 0 keeps them all) are
+        left out: a query nothing is relevant to returns no memories, and ``note`` says why.
 
         ``robots`` scopes recall to those robot ids (``"self"`` is this robot; a list or a comma-separated
         string); by default every robot's memories in the store are searched, this robot's own scored

@@ -20,7 +20,7 @@ from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
 from robotmem.service.recall.plan import RecallPlan
-from robotmem.service.recall.relevance import RelevanceGate, nearest_relevant
+from robotmem.service.recall.relevance import NOTHING_RELEVANT, RelevanceGate, nearest_relevant
 from robotmem.service.recall.scoring import bm25_words, score_candidates
 from robotmem.store.protocol import CandidateSource, ChannelQuery, Ranked, StoreTx, VectorQuery
 from robotmem.text.tokens import or_match, query_tokens
@@ -28,10 +28,11 @@ from robotmem.text.tokens import or_match, query_tokens
 
 @dataclass(frozen=True, slots=True)
 class RecallOutcome:
-    """Hits best first and which channels ran."""
+    """Hits best first, which channels ran, and why there are none when nothing was relevant."""
 
     hits: list[Hit]
     mode: str
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,8 @@ def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
     if reranker is not None and reranking.applies(reranker, plan.query, plan.order, plan.spatial):
         wide = dataclasses.replace(plan, n=max(plan.n, engine.settings.rerank_depth))
         outcome = engine.read(lambda tx: run(tx, wide, settings, vector))
-        outcome = RecallOutcome(reranking.rerank(reranker, plan.query, outcome.hits, plan.n), outcome.mode)
+        reranked = reranking.rerank(reranker, plan.query, outcome.hits, plan.n)
+        outcome = RecallOutcome(reranked, outcome.mode, outcome.note)
     else:
         outcome = engine.read(lambda tx: run(tx, plan, settings, vector))
     if outcome.hits:
@@ -83,7 +85,11 @@ def run_on(
     """``run`` over a given candidate source (tests compare the sources of one store this way)."""
     channels = ranked_channels(source, plan, settings, vector)
     fused = score_candidates(source, plan.query, channels.ranked, settings, plan.n) if plan.query else {}
-    pool, near = candidate_pool(source, tx, plan, channels, fused)
+    gate = relevance_gate(source, tx, plan, channels) if plan.query else None
+    pool, near = candidate_pool(source, plan, channels, fused, gate)
+    relevance = gate.relevance(pool) if gate is not None else {}
+    if gate is not None and plan.spatial is None:
+        pool = [m for m in pool if relevance[m] >= plan.min_relevance]
     # Time order needs every pooled memory's record; ranking by relevance only the chosen few's.
     needs_records = plan.order == "time" or not plan.query
     records = tx.memories.fetch(pool) if needs_records else {}
@@ -108,12 +114,16 @@ def run_on(
             score=(shown[m] / best) if best > 0 else 0.0,
             matched_by=frozenset(name for name, found in matched.items() if m in found),
             spatial_distance=distances.get(m),
+            relevance=relevance.get(m),
             data=payloads.get(m, (None, None))[0],
             metadata=payloads.get(m, (None, None))[1],
         )
         for m in chosen
     ]
-    return RecallOutcome(hits, channels.mode if plan.query else "filter_only")
+    note = None
+    if plan.query and not hits:
+        note = NOTHING_RELEVANT.format(floor=plan.min_relevance)
+    return RecallOutcome(hits, channels.mode if plan.query else "filter_only", note)
 
 
 def ranked_channels(
@@ -141,8 +151,27 @@ def ranked_channels(
     return Channels(words, searchable, vector, coverage, source.ranked(query))
 
 
+def relevance_gate(source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels) -> RelevanceGate:
+    """The relevance of memories to the plan's query (``relevance``), told what the text channel found."""
+    gate = RelevanceGate(
+        source,
+        tx,
+        channels.words or query_tokens(plan.query),
+        channels.vector,
+        plan.min_relevance,
+        cosines=channels.ranked.vectors,
+    )
+    if channels.searchable:
+        gate.heard(channels.coverage, bool(channels.ranked.text))
+    return gate
+
+
 def candidate_pool(
-    source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels, fused: dict[int, float]
+    source: CandidateSource,
+    plan: RecallPlan,
+    channels: Channels,
+    fused: dict[int, float],
+    relevant: RelevanceGate | None,
 ) -> tuple[list[int], dict[int, float]]:
     """Return the memories that compete (in a first-seen order) and id → distance of the nearest ones.
 
@@ -154,14 +183,9 @@ def candidate_pool(
         if not plan.query:
             pool += source.listed(plan.n, order="oldest" if plan.order == "time" else "newest")
         return pool, {}
-    if not plan.query:
+    if relevant is None:
         near = source.nearest(plan.spatial, plan.n)
         return list(near) + source.listed(plan.n, order="id", exclude=set(near)), near
-    relevant = RelevanceGate(
-        source, tx, channels.words or query_tokens(plan.query), channels.vector, channels.coverage
-    )
-    if channels.searchable:
-        relevant.heard(channels.coverage, bool(channels.ranked.text))
     near = nearest_relevant(source, plan.spatial, plan.n, relevant)
     kept = relevant.among(fused)
     return [m for m in fused if m in kept] + [m for m in near if m not in fused], near

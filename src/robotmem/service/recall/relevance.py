@@ -1,36 +1,85 @@
-"""Which memories are relevant to a query: the relevance gate of a recall that orders by distance.
+"""How relevant a memory is to a query, on an absolute scale: the ``relevance`` of every recall hit and the
+gate that drops what is not relevant (``min_relevance``), also for a recall that orders by distance.
 
-A spatial recall with a query returns the nearest memories relevant to the query, not the nearest of all
-and not only the nearest of the best text matches: every relevant memory competes on distance.
+Relevance rests on two absolute signals, never on the fused scores (which are normalised per query):
+
+    cosine of the memory to the query ─→ the model's scale (COSINE_SCALES) ─┐
+    share of the query's IDF its words carry ─→ COVERAGE_BESIDE_VECTORS ────┴→ max → relevance in 0..1
+                                              (COVERAGE_ALONE without a calibrated model)
+
+Each scale is linear in pieces: ``zero`` and below → 0, ``floor`` → 0.5, ``full`` and above → 1, so the
+default ``min_relevance`` (0.5) is every model's measured floor. A query that no memory in scope reaches
+returns nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from robotmem.query.spatial import SpatialSort
 from robotmem.store.protocol import CandidateSource, ChannelQuery, StoreTx, VectorQuery
 from robotmem.text.tokens import or_match
 
-# Cosine at or above which a memory counts as relevant to a query (the vector half of the relevance gate
-# of a spatial recall), per embedding model. multilingual-e5-small puts every pair of texts between 0.7
-# and 0.9: on robot memories a query and its answer measured 0.85-0.89, a paraphrase 0.86, while
-# nonsense queries ("zebra quantum xylophone", "asdf qwer") and unrelated ones reached at most 0.79 and
-# related-but-different experiences 0.80-0.83. Models without a measured floor (the hashing test
-# embedder, Ollama, OpenAI-compatible, FastEmbed) leave the gate to the text channel.
-RELEVANCE_FLOORS = {"multilingual-e5-small-q4": 0.84}
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """A signal's map to relevance: ``zero`` and below → 0, ``floor`` → 0.5, ``full`` and above → 1."""
+
+    zero: float
+    floor: float
+    full: float
+
+    def relevance(self, value: float) -> float:
+        """The relevance of ``value``, in 0..1."""
+        if value <= self.zero:
+            return 0.0
+        if value < self.floor:
+            return 0.5 * (value - self.zero) / (self.floor - self.zero)
+        if value < self.full:
+            return 0.5 + 0.5 * (value - self.floor) / (self.full - self.floor)
+        return 1.0
+
+    def value_at(self, relevance: float) -> float:
+        """The least value whose relevance is ``relevance`` (the inverse of ``relevance``)."""
+        if relevance <= 0.5:
+            return self.zero + (self.floor - self.zero) * relevance / 0.5
+        return self.floor + (self.full - self.floor) * (relevance - 0.5) / 0.5
+
+
+# Cosine scales per embedding model, measured on the labelled sets and the unanswerable queries
+# (docs/benchmarks.md, "Relevance"). multilingual-e5-small puts every pair of texts between 0.7 and 0.9: on
+# robot memories a query and its answer measured 0.85-0.89, a paraphrase 0.86, nonsense and other domains
+# up to 0.89 against some memory of a 535-memory store. Models without a scale (the hashing test embedder,
+# Ollama, OpenAI-compatible, FastEmbed) leave relevance to the words.
+COSINE_SCALES = {"multilingual-e5-small-q4": Scale(zero=0.78, floor=0.84, full=0.90)}
+# The cosine at which each calibrated model's relevance is 0.5.
+RELEVANCE_FLOORS = {model: scale.floor for model, scale in COSINE_SCALES.items()}
+# Share of the query's IDF that a memory's words carry. Beside a calibrated model a paraphrase shares only
+# incidental words and the cosine finds it; without one the words decide alone. A query word no memory holds
+# carries the highest IDF, so "grip force for the violin bow" covers little of its query.
+COVERAGE_BESIDE_VECTORS = Scale(zero=0.0, floor=0.3, full=1.0)
+COVERAGE_ALONE = Scale(zero=0.0, floor=0.3, full=1.0)
+# The default min_relevance: the floor of every scale.
+DEFAULT_MIN_RELEVANCE = 0.5
+# Relevance levels at which a memory's words are tested (one text pass each, cached per recall).
+_TEXT_LEVELS = (0.25, 0.5, 0.75, 1.0)
+
+# Why a recall with a query returned nothing.
+NOTHING_RELEVANT = (
+    "no memory in this scope is relevant to the query (none reaches min_relevance {floor:g}): no such "
+    "experience is stored here; widen the scope, rephrase, or pass min_relevance=0 to see the nearest anyway"
+)
 
 
 class RelevanceGate:
-    """Which memories are relevant to the query.
+    """The relevance of memories to one query, and which reach ``min_relevance``.
 
-    A memory is relevant when its cosine to the query reaches the model's floor in ``RELEVANCE_FLOORS``,
-    or when it contains query words — beside that vector test, words carrying ``min_coverage`` of the
-    query's IDF, as the text channel asks beside vectors (a paraphrase shares only incidental words, and
-    the cosine finds it; a source that cannot weigh words counts any match); without it (no embedder, or a
-    model with no floor), any query word. The words are tested only on the memories asked about (the
-    nearest, and the pool), never on every memory holding a query word; the vector index answers over
-    every stored vector, and ``among`` keeps only the ids it is asked about.
+    A memory's relevance is the larger of its cosine's (on the model's scale in ``COSINE_SCALES``) and its
+    words' (the share of the query's IDF they carry, on ``COVERAGE_BESIDE_VECTORS``, or ``COVERAGE_ALONE``
+    without a calibrated model). Words are tested only on the memories asked about; cosines come from the
+    vector channel's candidates and from the vector index for every memory at or above the gate's cosine.
+    A memory whose cosine is unknown (below both) counts by its words.
     """
 
     def __init__(
@@ -39,49 +88,72 @@ class RelevanceGate:
         tx: StoreTx,
         words: list[str],
         vector: VectorQuery | None,
-        min_coverage: float,
+        min_relevance: float,
+        cosines: Sequence[tuple[int, float]] = (),
     ) -> None:
-        floor = RELEVANCE_FLOORS.get(vector.model_id) if vector is not None else None
+        scale = COSINE_SCALES.get(vector.model_id) if vector is not None else None
         self._source = source
         self._words = words if or_match(words) is not None else []
-        self._coverage = min_coverage if floor is not None else 0.0
-        self._known: dict[int, bool] = {}
-        self._matches_any: bool | None = None  # whether any memory in scope holds the words, once known
-        self._similar: set[int] = set()
-        if vector is not None and floor is not None:
-            # Few memories clear the floor: ask for a short ranked head and widen it only while it fills.
+        self._scale = scale
+        self._coverage = COVERAGE_BESIDE_VECTORS if scale is not None else COVERAGE_ALONE
+        self.min_relevance = min_relevance
+        self._text: dict[int, float] = {}
+        self._matches_any: bool | None = None  # whether any memory in scope reaches the gate by its words
+        self._cosine: dict[int, float] = dict(cosines) if scale is not None else {}
+        if vector is not None and scale is not None:
+            least = scale.value_at(min_relevance) if min_relevance > 0 else scale.floor
+            # Few memories clear the gate: ask for a short ranked head and widen it only while it fills.
             first = 256
-            while len(similar := tx.vectors.most_similar(vector, first, floor)) >= first:
+            while len(similar := tx.vectors.most_similar(vector, first, least)) >= first:
                 first *= 4
             self._similar = {m for m, _ in similar}
+            self._cosine.update(similar)
+        else:
+            self._similar = set()
+
+    @property
+    def gate_coverage(self) -> float:
+        """The share of the query's IDF a memory's words must carry to reach ``min_relevance``."""
+        return self._coverage.value_at(self.min_relevance)
 
     def heard(self, coverage: float, found: bool) -> None:
         """Learn from the recall's text channel over the same words and scope, which asked for matches
         covering ``coverage`` of the query and ``found`` some or none."""
-        if found and coverage >= self._coverage:
+        if found and coverage >= self.gate_coverage:
             self._matches_any = True
-        elif not found and coverage <= self._coverage:
+        elif not found and coverage <= self.gate_coverage:
             self._matches_any = False
 
     def any(self) -> bool:
         """Whether any memory the scope allows is relevant (one text match is enough to know)."""
-        if self._similar:
+        if self._similar or self.min_relevance <= 0:
             return True
         if self._matches_any is None:
-            query = ChannelQuery(self._words, depth=1, min_coverage=self._coverage)
+            query = ChannelQuery(self._words, depth=1, min_coverage=self.gate_coverage)
             self._matches_any = bool(self._words and self._source.ranked(query).text)
         return self._matches_any
 
-    def among(self, ids: Iterable[int]) -> set[int]:
-        """The relevant ones of ``ids`` (memories the recall's scope allows)."""
+    def relevance(self, ids: Iterable[int]) -> dict[int, float]:
+        """Return id → relevance in 0..1 of ``ids`` (memories the recall's scope allows)."""
         wanted = list(dict.fromkeys(ids))
-        unknown = [m for m in wanted if m not in self._known and m not in self._similar]
+        unknown = [m for m in wanted if m not in self._text]
         if unknown:
-            matched = (
-                self._source.text_matches(self._words, self._coverage, unknown) if self._words else set()
-            )
-            self._known.update((m, m in matched) for m in unknown)
-        return {m for m in wanted if m in self._similar or self._known.get(m, False)}
+            self._text.update((m, 0.0) for m in unknown)
+            for level in _TEXT_LEVELS if self._words else ():
+                passed = self._source.text_matches(self._words, self._coverage.value_at(level), unknown)
+                if not passed:
+                    break
+                self._text.update((m, level) for m in passed)
+                unknown = [m for m in unknown if m in passed]
+        scale = self._scale
+        return {
+            m: max(self._text[m], scale.relevance(self._cosine[m]) if scale and m in self._cosine else 0.0)
+            for m in wanted
+        }
+
+    def among(self, ids: Iterable[int]) -> set[int]:
+        """The relevant ones of ``ids``: those whose relevance reaches ``min_relevance``."""
+        return {m for m, r in self.relevance(ids).items() if r >= self.min_relevance}
 
 
 def nearest_relevant(

@@ -1,0 +1,200 @@
+"""Relevance on both labelled sets and the unanswerable queries, side by side in one run.
+
+    python -m benchmarks.relevance [--min-relevance 0.5] [--mode hybrid|bm25] [--out FILE]
+
+Both evaluation files are stored once each (the bundled model, cached vectors), then every labelled query
+runs with ``min_relevance`` 0 (the gate off: today's ranking) and with the gate, and recall@5 of each
+set is printed beside the other. Every query of ``benchmarks/data/unanswerable.jsonl`` (nothing in
+either set answers it) then runs in every collection of both sets: the share that returns nothing, per
+(query, collection) pair and per query (nothing in any collection), by kind and language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.ablation import EPISODE_FILE, ROBOT_FILE
+from benchmarks.harness import ROOT, ensure_cache, markdown_table, write_json
+from benchmarks.quality import _read_vectors, _vector_cache_path, _write_vectors
+
+from robotmem import RobotMemory
+from robotmem.adapters.cli.evaluate import (
+    SHARED_COLLECTION,
+    BatchingEmbedder,
+    LoadedSet,
+    load_documents,
+    splits,
+)
+from robotmem.config import Settings
+from robotmem.embedders import create_embedder
+from robotmem.evaluation import EvalSet, load_eval_set, score_run
+from robotmem.service.recall.relevance import DEFAULT_MIN_RELEVANCE
+
+UNANSWERABLE_FILE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
+KS = (1, 5, 10)
+
+
+def load_unanswerable(path: Path = UNANSWERABLE_FILE) -> list[dict[str, str]]:
+    """The unanswerable queries: id, query, lang, kind."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def labelled_run(
+    mem: RobotMemory, eval_set: EvalSet, loaded: LoadedSet, min_relevance: float
+) -> tuple[dict[str, list[str]], int]:
+    """Query id → ranked document ids at ``min_relevance``, and how many queries returned nothing."""
+    rankings: dict[str, list[str]] = {}
+    empty = 0
+    for query in eval_set.queries:
+        result = mem.recall(
+            query=query.query,
+            n=max(KS),
+            context_filter=dict(query.context_filter) if query.context_filter is not None else None,
+            spatial_sort=dict(query.spatial_sort) if query.spatial_sort is not None else None,
+            collection=query.collection if loaded.keep_collections else SHARED_COLLECTION,
+            min_relevance=min_relevance,
+        )
+        rankings[query.id] = [loaded.document_of.get(int(m["id"]), "?") for m in result["memories"]]
+        empty += not result["memories"]
+    return rankings, empty
+
+
+def unanswerable_run(
+    stores: Sequence[tuple[RobotMemory, list[str]]], queries: Sequence[dict[str, str]], min_relevance: float
+) -> list[dict[str, Any]]:
+    """Every unanswerable query in every collection: how many memories came back, and the best relevance."""
+    rows = []
+    for query in queries:
+        for mem, collections in stores:
+            for collection in collections:
+                result = mem.recall(query=query["query"], n=5, collection=collection, min_relevance=min_relevance)
+                rows.append(
+                    {
+                        "id": query["id"],
+                        "kind": query["kind"],
+                        "lang": query["lang"],
+                        "collection": collection,
+                        "returned": len(result["memories"]),
+                        "best": max((m["relevance"] or 0.0 for m in result["memories"]), default=None),
+                    }
+                )
+    return rows
+
+
+def empty_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Group → share of empty (query, collection) pairs and of queries empty in every collection."""
+    groups: dict[str, list[dict[str, Any]]] = {"all": list(rows)}
+    for row in rows:
+        groups.setdefault(f"kind:{row['kind']}", []).append(row)
+        groups.setdefault(f"lang:{row['lang']}", []).append(row)
+    out = {}
+    for name, members in groups.items():
+        by_query: dict[str, bool] = {}
+        for row in members:
+            by_query[row["id"]] = by_query.get(row["id"], True) and row["returned"] == 0
+        out[name] = {
+            "queries": len(by_query),
+            "pairs empty": sum(r["returned"] == 0 for r in members) / len(members),
+            "queries empty everywhere": sum(by_query.values()) / len(by_query),
+        }
+    return out
+
+
+def run(min_relevance: float, mode: str, log: Callable[[str], None] = print) -> dict[str, Any]:
+    base = Settings(embed_backend="auto" if mode == "hybrid" else "none")
+    embedder = BatchingEmbedder(create_embedder(base)) if mode == "hybrid" else None
+    result: dict[str, Any] = {"min_relevance": min_relevance, "mode": mode, "sets": {}}
+    with tempfile.TemporaryDirectory(prefix="robotmem-relevance-") as home:
+        stores: list[tuple[RobotMemory, list[str]]] = []
+        memories = []
+        try:
+            for name, path in (("episode", EPISODE_FILE), ("robot", ROBOT_FILE)):
+                if embedder is not None:
+                    cache = _vector_cache_path(path, embedder.model_id)
+                    if cache.exists():
+                        embedder.preload(_read_vectors(cache))
+                settings = base.replace(home=Path(home), db_path=Path(home) / f"{name}.db")
+                mem = RobotMemory(settings=settings, embedder=embedder)
+                memories.append(mem)
+                eval_set = load_eval_set(path)
+                loaded = load_documents(mem, eval_set)
+                if embedder is not None:
+                    _write_vectors(cache, embedder.cached())
+                parts = splits(eval_set)
+                scored = {}
+                for label, floor in (("off", 0.0), ("gate", min_relevance)):
+                    rankings, empty = labelled_run(mem, eval_set, loaded, floor)
+                    scored[label] = {
+                        split: score_run(eval_set, rankings, ks=KS, query_ids=parts[split])
+                        for split in ("all", "split:tune", "split:heldout")
+                    }
+                    scored[label]["empty"] = empty
+                    log(f"  {name} {label}: recall@5 {scored[label]['all']['recall@5']:.3f}, {empty} empty")
+                result["sets"][name] = scored
+                collections = (
+                    sorted({d.collection or "" for d in eval_set.documents})
+                    if loaded.keep_collections
+                    else [SHARED_COLLECTION]
+                )
+                stores.append((mem, collections))
+            if embedder is not None:
+                result["model"] = embedder.model_id
+            rows = unanswerable_run(stores, load_unanswerable(), min_relevance)
+            result["unanswerable"] = rows
+            result["unanswerable_shares"] = empty_shares(rows)
+        finally:
+            for mem in memories:
+                mem.close()
+    return result
+
+
+def render(result: dict[str, Any]) -> str:
+    """Markdown: recall@5 with the gate off and on, then the unanswerable queries' empty shares."""
+    body = []
+    for name, scored in result["sets"].items():
+        for split in ("all", "split:tune", "split:heldout"):
+            off, on = scored["off"][split], scored["gate"][split]
+            body.append(
+                [f"{name} {split}", int(off["queries"]), off["recall@5"], on["recall@5"], on["recall@5"] - off["recall@5"]]
+            )
+    parts = [
+        f"mode {result['mode']}, model {result.get('model', 'none')}, min_relevance {result['min_relevance']:g}",
+        "",
+        markdown_table(["labelled queries", "n", "recall@5, gate off", "recall@5, gate on", "change"], body),
+        "",
+        "Labelled queries returning nothing with the gate: "
+        + ", ".join(f"{name} {scored['gate']['empty']}" for name, scored in result["sets"].items()),
+        "",
+    ]
+    shares = result["unanswerable_shares"]
+    parts.append(
+        markdown_table(
+            ["unanswerable", "queries", "(query, collection) pairs empty", "queries empty in every collection"],
+            [[k, int(v["queries"]), v["pairs empty"], v["queries empty everywhere"]] for k, v in shares.items()],
+        )
+    )
+    return "\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--min-relevance", type=float, default=DEFAULT_MIN_RELEVANCE)
+    parser.add_argument("--mode", choices=("hybrid", "bm25"), default="hybrid")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    ensure_cache()
+    result = run(args.min_relevance, args.mode, log=lambda line: print(line, file=sys.stderr))
+    if args.out:
+        write_json(args.out, result)
+    print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
