@@ -1,12 +1,12 @@
 """Relevance on both labelled sets and the unanswerable queries, side by side in one run.
 
-    python -m benchmarks.relevance [--min-relevance 0.5] [--mode hybrid|bm25] [--out FILE]
+    python -m benchmarks.relevance [--min-relevance 0.5 ...] [--mode hybrid|bm25] [--out FILE]
 
 Both evaluation files are stored once each (the bundled model, cached vectors), then every labelled query
-runs with ``min_relevance`` 0 (the gate off: today's ranking) and with the gate, and recall@5 of each
-set is printed beside the other. Every query of ``benchmarks/data/unanswerable.jsonl`` (nothing in
-either set answers it) then runs in every collection of both sets: the share that returns nothing, per
-(query, collection) pair and per query (nothing in any collection), by kind and language.
+runs with ``min_relevance`` 0 (the gate off: the ranking without it) and at each given ``min_relevance``,
+and recall@5 of each set is printed side by side. Every query of ``benchmarks/data/unanswerable.jsonl``
+(nothing in either set answers it) runs in every collection of both sets at each ``min_relevance``: the
+share that returns nothing, per (query, collection) pair and per query (nothing in any collection).
 """
 
 from __future__ import annotations
@@ -106,10 +106,10 @@ def empty_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def run(min_relevance: float, mode: str, log: Callable[[str], None] = print) -> dict[str, Any]:
+def run(levels: Sequence[float], mode: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     base = Settings(embed_backend="auto" if mode == "hybrid" else "none")
     embedder = BatchingEmbedder(create_embedder(base)) if mode == "hybrid" else None
-    result: dict[str, Any] = {"min_relevance": min_relevance, "mode": mode, "sets": {}}
+    result: dict[str, Any] = {"levels": list(levels), "mode": mode, "sets": {}, "unanswerable": {}}
     with tempfile.TemporaryDirectory(prefix="robotmem-relevance-") as home:
         stores: list[tuple[RobotMemory, list[str]]] = []
         memories = []
@@ -128,14 +128,14 @@ def run(min_relevance: float, mode: str, log: Callable[[str], None] = print) -> 
                     _write_vectors(cache, embedder.cached())
                 parts = splits(eval_set)
                 scored = {}
-                for label, floor in (("off", 0.0), ("gate", min_relevance)):
+                for floor in (0.0, *levels):
                     rankings, empty = labelled_run(mem, eval_set, loaded, floor)
-                    scored[label] = {
+                    scored[f"{floor:g}"] = {
                         split: score_run(eval_set, rankings, ks=KS, query_ids=parts[split])
                         for split in ("all", "split:tune", "split:heldout")
                     }
-                    scored[label]["empty"] = empty
-                    log(f"  {name} {label}: recall@5 {scored[label]['all']['recall@5']:.3f}, {empty} empty")
+                    scored[f"{floor:g}"]["empty"] = empty
+                    log(f"  {name} at {floor:g}: recall@5 {scored[f'{floor:g}']['all']['recall@5']:.3f}, {empty} empty")
                 result["sets"][name] = scored
                 collections = (
                     sorted({d.collection or "" for d in eval_set.documents})
@@ -145,9 +145,10 @@ def run(min_relevance: float, mode: str, log: Callable[[str], None] = print) -> 
                 stores.append((mem, collections))
             if embedder is not None:
                 result["model"] = embedder.model_id
-            rows = unanswerable_run(stores, load_unanswerable(), min_relevance)
-            result["unanswerable"] = rows
-            result["unanswerable_shares"] = empty_shares(rows)
+            for floor in levels:
+                rows = unanswerable_run(stores, load_unanswerable(), floor)
+                result["unanswerable"][f"{floor:g}"] = {"rows": rows, "shares": empty_shares(rows)}
+                log(f"  unanswerable at {floor:g}: {empty_shares(rows)['all']}")
         finally:
             for mem in memories:
                 mem.close()
@@ -155,36 +156,48 @@ def run(min_relevance: float, mode: str, log: Callable[[str], None] = print) -> 
 
 
 def render(result: dict[str, Any]) -> str:
-    """Markdown: recall@5 with the gate off and on, then the unanswerable queries' empty shares."""
+    """Markdown: recall@5 at each min_relevance beside the gate off, then the unanswerable queries."""
+    levels = [f"{level:g}" for level in result["levels"]]
+    header = ["min_relevance"]
+    for name in result["sets"]:
+        header += [f"{name} recall@5", f"{name} change", f"{name} empty"]
+    header += ["unanswerable pairs empty", "unanswerable queries empty everywhere", "English", "Chinese"]
     body = []
-    for name, scored in result["sets"].items():
-        for split in ("all", "split:tune", "split:heldout"):
-            off, on = scored["off"][split], scored["gate"][split]
-            body.append(
-                [f"{name} {split}", int(off["queries"]), off["recall@5"], on["recall@5"], on["recall@5"] - off["recall@5"]]
-            )
-    parts = [
-        f"mode {result['mode']}, model {result.get('model', 'none')}, min_relevance {result['min_relevance']:g}",
-        "",
-        markdown_table(["labelled queries", "n", "recall@5, gate off", "recall@5, gate on", "change"], body),
-        "",
-        "Labelled queries returning nothing with the gate: "
-        + ", ".join(f"{name} {scored['gate']['empty']}" for name, scored in result["sets"].items()),
-        "",
-    ]
-    shares = result["unanswerable_shares"]
-    parts.append(
-        markdown_table(
-            ["unanswerable", "queries", "(query, collection) pairs empty", "queries empty in every collection"],
-            [[k, int(v["queries"]), v["pairs empty"], v["queries empty everywhere"]] for k, v in shares.items()],
+    for level in ["0", *levels]:
+        row: list[Any] = [level]
+        for scored in result["sets"].values():
+            recall = scored[level]["all"]["recall@5"]
+            row += [recall, recall - scored["0"]["all"]["recall@5"], int(scored[level]["empty"])]
+        shares = result["unanswerable"].get(level, {}).get("shares")
+        row += (
+            [
+                shares["all"]["pairs empty"],
+                shares["all"]["queries empty everywhere"],
+                shares["lang:en"]["pairs empty"],
+                shares["lang:zh"]["pairs empty"],
+            ]
+            if shares
+            else ["", "", "", ""]
         )
-    )
+        body.append(row)
+    parts = [f"mode {result['mode']}, model {result.get('model', 'none')}", "", markdown_table(header, body)]
+    for level in levels:
+        shares = result["unanswerable"][level]["shares"]
+        parts += [
+            "",
+            f"Unanswerable queries at min_relevance {level}:",
+            "",
+            markdown_table(
+                ["group", "queries", "(query, collection) pairs empty", "queries empty in every collection"],
+                [[k, int(v["queries"]), v["pairs empty"], v["queries empty everywhere"]] for k, v in shares.items()],
+            ),
+        ]
     return "\n".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--min-relevance", type=float, default=DEFAULT_MIN_RELEVANCE)
+    parser.add_argument("--min-relevance", type=float, nargs="+", default=[DEFAULT_MIN_RELEVANCE])
     parser.add_argument("--mode", choices=("hybrid", "bm25"), default="hybrid")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)

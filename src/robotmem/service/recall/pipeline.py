@@ -87,7 +87,7 @@ def run_on(
     fused = score_candidates(source, plan.query, channels.ranked, settings, plan.n) if plan.query else {}
     gate = relevance_gate(source, tx, plan, channels) if plan.query else None
     pool, near = candidate_pool(source, plan, channels, fused, gate)
-    relevance = gate.relevance(pool) if gate is not None else {}
+    relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
     if gate is not None and plan.spatial is None:
         pool = [m for m in pool if relevance[m] >= plan.min_relevance]
     # Time order needs every pooled memory's record; ranking by relevance only the chosen few's.
@@ -160,6 +160,7 @@ def relevance_gate(source: CandidateSource, tx: StoreTx, plan: RecallPlan, chann
         channels.vector,
         plan.min_relevance,
         cosines=channels.ranked.vectors,
+        query=plan.query,
     )
     if channels.searchable:
         gate.heard(channels.coverage, bool(channels.ranked.text))

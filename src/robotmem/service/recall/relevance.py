@@ -4,8 +4,10 @@ gate that drops what is not relevant (``min_relevance``), also for a recall that
 Relevance rests on two absolute signals, never on the fused scores (which are normalised per query):
 
     cosine of the memory to the query ─→ the model's scale (COSINE_SCALES) ─┐
-    share of the query's IDF its words carry ─→ COVERAGE_BESIDE_VECTORS ────┴→ max → relevance in 0..1
+    share of the query's IDF its words carry ─→ COVERAGE_BESIDE_VECTORS ────┼→ max → relevance in 0..1
                                               (COVERAGE_ALONE without a calibrated model)
+    context values the query names that it carries ─→ 0.5 + 0.5 × rarity ───┤
+    the relevance of the step before or after it in its episode × NEIGHBOUR_SHARE ┘
 
 Each scale is linear in pieces: ``zero`` and below → 0, ``floor`` → 0.5, ``full`` and above → 1, so the
 default ``min_relevance`` (0.5) is every model's measured floor. A query that no memory in scope reaches
@@ -14,12 +16,15 @@ returns nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from robotmem.query.spatial import SpatialSort
+from robotmem.service.recall.scoring import MAX_VALUE_SHARE, value_weights
 from robotmem.store.protocol import CandidateSource, ChannelQuery, StoreTx, VectorQuery
-from robotmem.text.tokens import or_match
+from robotmem.text.naming import value_candidates
+from robotmem.text.tokens import CJK_RANGES, or_match
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,19 +52,40 @@ class Scale:
         return self.floor + (self.full - self.floor) * (relevance - 0.5) / 0.5
 
 
-# Cosine scales per embedding model, measured on the labelled sets and the unanswerable queries
-# (docs/benchmarks.md, "Relevance"). multilingual-e5-small puts every pair of texts between 0.7 and 0.9: on
-# robot memories a query and its answer measured 0.85-0.89, a paraphrase 0.86, nonsense and other domains
-# up to 0.89 against some memory of a 535-memory store. Models without a scale (the hashing test embedder,
-# Ollama, OpenAI-compatible, FastEmbed) leave relevance to the words.
-COSINE_SCALES = {"multilingual-e5-small-q4": Scale(zero=0.78, floor=0.84, full=0.90)}
-# The cosine at which each calibrated model's relevance is 0.5.
-RELEVANCE_FLOORS = {model: scale.floor for model, scale in COSINE_SCALES.items()}
+# Cosine scales per embedding model and query script (a query holding CJK characters, or not), measured
+# on the labelled sets and the unanswerable queries (docs/benchmarks.md, "Relevance"). multilingual-e5-small
+# puts every pair of texts between 0.7 and 0.9, and a Chinese query higher against everything: English
+# queries that only the vector channel answers reach their answers at 0.77-0.84 and unanswerable ones a
+# memory at 0.79-0.85; Chinese ones 0.85-0.89 and 0.82-0.88. The floors are where the two overlap least.
+# Models without a scale (the hashing test embedder, Ollama, OpenAI-compatible, FastEmbed) leave relevance
+# to the words and the named values.
+COSINE_SCALES = {
+    "multilingual-e5-small-q4": {
+        "latin": Scale(zero=0.78, floor=0.83, full=0.89),
+        "cjk": Scale(zero=0.81, floor=0.865, full=0.91),
+    }
+}
+# The cosine at which each calibrated model's relevance is 0.5, per query script.
+RELEVANCE_FLOORS = {
+    model: {script: scale.floor for script, scale in scales.items()} for model, scales in COSINE_SCALES.items()
+}
+_CJK = re.compile(f"[{CJK_RANGES}]")
+
+
+def cosine_scale(model_id: str, query: str) -> Scale | None:
+    """The cosine scale of ``model_id`` for ``query``'s script (None: the model has no measured scale)."""
+    scales = COSINE_SCALES.get(model_id)
+    if scales is None:
+        return None
+    return scales["cjk" if _CJK.search(query) else "latin"]
 # Share of the query's IDF that a memory's words carry. Beside a calibrated model a paraphrase shares only
 # incidental words and the cosine finds it; without one the words decide alone. A query word no memory holds
 # carries the highest IDF, so "grip force for the violin bow" covers little of its query.
 COVERAGE_BESIDE_VECTORS = Scale(zero=0.0, floor=0.3, full=1.0)
 COVERAGE_ALONE = Scale(zero=0.0, floor=0.3, full=1.0)
+# Share of a memory's relevance that the steps next to it in its episode inherit: "what was changed right
+# after the gripper slipped" is answered by the step after the relevant one, which shares nothing with it.
+NEIGHBOUR_SHARE = 0.9
 # The default min_relevance: the floor of every scale.
 DEFAULT_MIN_RELEVANCE = 0.5
 # Relevance levels at which a memory's words are tested (one text pass each, cached per recall).
@@ -90,8 +116,9 @@ class RelevanceGate:
         vector: VectorQuery | None,
         min_relevance: float,
         cosines: Sequence[tuple[int, float]] = (),
+        query: str = "",
     ) -> None:
-        scale = COSINE_SCALES.get(vector.model_id) if vector is not None else None
+        scale = cosine_scale(vector.model_id, query) if vector is not None else None
         self._source = source
         self._words = words if or_match(words) is not None else []
         self._scale = scale
@@ -110,6 +137,7 @@ class RelevanceGate:
             self._cosine.update(similar)
         else:
             self._similar = set()
+        self._named = named_relevance(source, query) if query else {}
 
     @property
     def gate_coverage(self) -> float:
@@ -126,7 +154,7 @@ class RelevanceGate:
 
     def any(self) -> bool:
         """Whether any memory the scope allows is relevant (one text match is enough to know)."""
-        if self._similar or self.min_relevance <= 0:
+        if self._similar or self._named or self.min_relevance <= 0:
             return True
         if self._matches_any is None:
             query = ChannelQuery(self._words, depth=1, min_coverage=self.gate_coverage)
@@ -147,13 +175,39 @@ class RelevanceGate:
                 unknown = [m for m in unknown if m in passed]
         scale = self._scale
         return {
-            m: max(self._text[m], scale.relevance(self._cosine[m]) if scale and m in self._cosine else 0.0)
+            m: max(
+                self._text[m],
+                self._named.get(m, 0.0),
+                scale.relevance(self._cosine[m]) if scale and m in self._cosine else 0.0,
+            )
             for m in wanted
         }
+
+    def with_neighbours(self, relevance: dict[int, float]) -> dict[int, float]:
+        """Return ``relevance`` where each memory is at least ``NEIGHBOUR_SHARE`` × the relevance of the
+        memory before or after it in its episode (among those of ``relevance``)."""
+        out = dict(relevance)
+        for episode in self._source.episodes([m for m, r in relevance.items() if r > 0]):
+            for before, after in zip(episode, episode[1:], strict=False):
+                for source, target in ((before, after), (after, before)):
+                    if source in relevance and target in out:
+                        out[target] = max(out[target], NEIGHBOUR_SHARE * relevance[source])
+        return out
 
     def among(self, ids: Iterable[int]) -> set[int]:
         """The relevant ones of ``ids``: those whose relevance reaches ``min_relevance``."""
         return {m for m, r in self.relevance(ids).items() if r >= self.min_relevance}
+
+
+def named_relevance(source: CandidateSource, query: str) -> dict[int, float]:
+    """Return id → relevance of the memories carrying context values ``query`` names (a robot id, a date,
+    an object): 0.5 + 0.5 × the values' rarity (``scoring.value_weights``), at most 1."""
+    candidates = value_candidates(query)
+    found = source.named_values(candidates, MAX_VALUE_SHARE) if candidates else None
+    if found is None or not found.carriers:
+        return {}
+    weights = value_weights(found)
+    return {m: 0.5 + 0.5 * min(1.0, sum(weights[v] for v in values)) for m, values in found.carriers.items()}
 
 
 def nearest_relevant(
