@@ -27,7 +27,6 @@ from robotmem.query.filters import Scalar, parse_filter
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
-from robotmem.service.recall.relevance import DEFAULT_MIN_RELEVANCE
 from robotmem.store.protocol import RecallScope, StoreTx
 
 # Values asked for per read by ``context_values`` (a filter of 100 keys stays far below max_filter_bytes).
@@ -50,7 +49,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         order=args.order,
         robots=resolve_robots(args.robot_ids, engine.robot_id),
         own_robot=engine.robot_id,
-        min_relevance=DEFAULT_MIN_RELEVANCE if args.min_relevance is None else args.min_relevance,
+        min_relevance=args.min_relevance,
     )
     outcome = execute(engine, plan)
     elapsed_ms = (time.perf_counter() - started) * 1000

@@ -20,7 +20,12 @@ from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
 from robotmem.service.recall.plan import RecallPlan
-from robotmem.service.recall.relevance import NOTHING_RELEVANT, RelevanceGate, nearest_relevant
+from robotmem.service.recall.relevance import (
+    NOTHING_RELEVANT,
+    RelevanceGate,
+    default_min_relevance,
+    nearest_relevant,
+)
 from robotmem.service.recall.scoring import bm25_words, score_candidates
 from robotmem.store.protocol import CandidateSource, ChannelQuery, Ranked, StoreTx, VectorQuery
 from robotmem.text.tokens import or_match, query_tokens
@@ -89,7 +94,7 @@ def run_on(
     pool, near = candidate_pool(source, plan, channels, fused, gate)
     relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
     if gate is not None and plan.spatial is None:
-        pool = [m for m in pool if relevance[m] >= plan.min_relevance]
+        pool = [m for m in pool if relevance[m] >= gate.min_relevance]
     # Time order needs every pooled memory's record; ranking by relevance only the chosen few's.
     needs_records = plan.order == "time" or not plan.query
     records = tx.memories.fetch(pool) if needs_records else {}
@@ -122,7 +127,7 @@ def run_on(
     ]
     note = None
     if plan.query and not hits:
-        note = NOTHING_RELEVANT.format(floor=plan.min_relevance)
+        note = NOTHING_RELEVANT.format(floor=gate.min_relevance if gate is not None else 0.0)
     return RecallOutcome(hits, channels.mode if plan.query else "filter_only", note)
 
 
@@ -158,7 +163,11 @@ def relevance_gate(source: CandidateSource, tx: StoreTx, plan: RecallPlan, chann
         tx,
         channels.words or query_tokens(plan.query),
         channels.vector,
-        plan.min_relevance,
+        (
+            default_min_relevance(channels.vector, by_distance=plan.spatial is not None)
+            if plan.min_relevance is None
+            else plan.min_relevance
+        ),
         cosines=channels.ranked.vectors,
         query=plan.query,
     )

@@ -25,7 +25,8 @@ class RecallPlan:
     order: str = "relevance"
     robots: tuple[str, ...] | None = None  # None: every robot's memories
     own_robot: str = ""  # whose memories the own-robot boost favours ("" = none)
-    min_relevance: float = 0.0  # with a query, memories less relevant are left out (0: none is)
+    # With a query, memories less relevant are left out (0: none is; None: relevance.default_min_relevance).
+    min_relevance: float | None = 0.0
 
     @property
     def scope(self) -> RecallScope:

@@ -82,14 +82,24 @@ def cosine_scale(model_id: str, query: str) -> Scale | None:
 # incidental words and the cosine finds it; without one the words decide alone. A query word no memory holds
 # carries the highest IDF, so "grip force for the violin bow" covers little of its query.
 COVERAGE_BESIDE_VECTORS = Scale(zero=0.0, floor=0.3, full=1.0)
-COVERAGE_ALONE = Scale(zero=0.0, floor=0.3, full=1.0)
+COVERAGE_ALONE = Scale(zero=0.0, floor=0.15, full=1.0)
 # Share of a memory's relevance that the steps next to it in its episode inherit: "what was changed right
 # after the gripper slipped" is answered by the step after the relevant one, which shares nothing with it.
 NEIGHBOUR_SHARE = 0.9
-# The default min_relevance: the floor of every scale.
+# The default min_relevance: the floor of every scale. An embedding model without a measured scale has no
+# floor: its recalls keep every memory (relevance is still reported, from the words and named values), and
+# ordered by distance, the memories holding any query word or named value (ANY_WORD).
 DEFAULT_MIN_RELEVANCE = 0.5
+ANY_WORD = 0.001
+
+
+def default_min_relevance(vector: VectorQuery | None, *, by_distance: bool) -> float:
+    """The min_relevance a recall uses when none is given: the floor, unless the model has no scale."""
+    if vector is None or vector.model_id in COSINE_SCALES:
+        return DEFAULT_MIN_RELEVANCE
+    return ANY_WORD if by_distance else 0.0
 # Relevance levels at which a memory's words are tested (one text pass each, cached per recall).
-_TEXT_LEVELS = (0.25, 0.5, 0.75, 1.0)
+_TEXT_LEVELS = (ANY_WORD, 0.25, 0.5, 0.75, 1.0)
 
 # Why a recall with a query returned nothing.
 NOTHING_RELEVANT = (
