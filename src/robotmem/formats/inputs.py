@@ -142,8 +142,6 @@ class RecallInput(OperationInput):
     )
     min_relevance: float | None = Field(
         default=None,
-        ge=0.0,
-        le=1.0,
         description="With a query, leave out memories less relevant than this (0..1; default 0.5, the "
         "calibrated floor; 0 turns it off).",
     )
@@ -175,6 +173,8 @@ class RecallInput(OperationInput):
         self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
         self._spatial = parse_spatial_sort(self.spatial_sort)
         self._robots = parse_robots(self.robots)
+        if self.min_relevance is not None and not 0.0 <= self.min_relevance <= 1.0:
+            raise ValidationError(f"min_relevance: is {self.min_relevance}; expected a value within 0..1")
 
 
 class SavePerceptionInput(OperationInput):

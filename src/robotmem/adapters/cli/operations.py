@@ -130,6 +130,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--robots", help='comma-separated robot ids ("self" = this robot); default: the whole fleet'
     )
+    p.add_argument(
+        "--min-relevance",
+        dest="min_relevance",
+        type=float,
+        help="leave out memories less relevant than this, 0..1 (default 0.5, the calibrated floor; 0: off)",
+    )
     p.set_defaults(run=_operation("recall"))
     p = sub.add_parser("save-perception", parents=[common], help="store a perception")
     p.add_argument("description")
