@@ -234,6 +234,7 @@ function memoryRows(memories, withScore) {
       el("td", {}, Number(m.confidence).toFixed(2)),
       el("td", {}, successBadge(successOf(m)), m.status && m.status !== "active" ? el("span", { className: `badge status-${m.status}` }, m.status) : null),
       el("td", {}, withScore ? Number(m.score).toFixed(3) : shortTime(m.created_at)),
+      withScore ? el("td", { className: "relevance" }, m.relevance === null ? "—" : Number(m.relevance).toFixed(2)) : null,
     ),
   );
 }
@@ -281,7 +282,8 @@ async function memoriesView() {
     );
     results.replaceChildren(
       el("p", { className: "muted" }, `${found.total} found (${found.mode}, ${found.query_ms} ms) in collection ${collection() || "default"}`),
-      table(["id", "content", "category", "conf.", "", "score"], memoryRows(found.memories, true)),
+      found.note ? el("p", { className: "note", id: "search-note" }, found.note) : null,
+      table(["id", "content", "category", "conf.", "", "score", "relevance"], memoryRows(found.memories, true)),
     );
     return;
   }
