@@ -73,7 +73,9 @@ def unanswerable_run(
     for query in queries:
         for mem, collections in stores:
             for collection in collections:
-                result = mem.recall(query=query["query"], n=5, collection=collection, min_relevance=min_relevance)
+                result = mem.recall(
+                    query=query["query"], n=5, collection=collection, min_relevance=min_relevance
+                )
                 rows.append(
                     {
                         "id": query["id"],
@@ -135,7 +137,9 @@ def run(levels: Sequence[float], mode: str, log: Callable[[str], None] = print) 
                         for split in ("all", "split:tune", "split:heldout")
                     }
                     scored[f"{floor:g}"]["empty"] = empty
-                    log(f"  {name} at {floor:g}: recall@5 {scored[f'{floor:g}']['all']['recall@5']:.3f}, {empty} empty")
+                    log(
+                        f"  {name} at {floor:g}: recall@5 {scored[f'{floor:g}']['all']['recall@5']:.3f}, {empty} empty"
+                    )
                 result["sets"][name] = scored
                 collections = (
                     sorted({d.collection or "" for d in eval_set.documents})
@@ -189,7 +193,10 @@ def render(result: dict[str, Any]) -> str:
             "",
             markdown_table(
                 ["group", "queries", "(query, collection) pairs empty", "queries empty in every collection"],
-                [[k, int(v["queries"]), v["pairs empty"], v["queries empty everywhere"]] for k, v in shares.items()],
+                [
+                    [k, int(v["queries"]), v["pairs empty"], v["queries empty everywhere"]]
+                    for k, v in shares.items()
+                ],
             ),
         ]
     return "\n".join(parts)

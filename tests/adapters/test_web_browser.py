@@ -7,7 +7,6 @@ and are skipped (with the reason) when it is absent; no browser is downloaded.
 from __future__ import annotations
 
 import re
-
 import threading
 from collections.abc import Iterator
 from pathlib import Path

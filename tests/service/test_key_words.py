@@ -17,7 +17,9 @@ def _arm_log(mem: RobotMemory) -> int:
     for episode in range(1, 71):
         force = round(rng.uniform(4.0, 20.0), 1)
         success = abs(force - 12.5) < 2.5
-        session = mem.start_session(context={"robot": {"id": "arm-01"}, "task": {"name": "pick"}})["session_id"]
+        session = mem.start_session(context={"robot": {"id": "arm-01"}, "task": {"name": "pick"}})[
+            "session_id"
+        ]
         mem.learn(
             f"Episode {episode}: grip_force={force}N, {'success' if success else 'failed'}, {20 + episode % 40} steps",
             context={"task": {"name": "pick", "success": success}},
@@ -25,7 +27,9 @@ def _arm_log(mem: RobotMemory) -> int:
         )
         outcome = "success" if success else ("slip" if force < 12.5 else "crush")
         mem.save_perception(
-            f"Grasp trajectory of episode {episode}: {outcome}", perception_type="procedural", session_id=session
+            f"Grasp trajectory of episode {episode}: {outcome}",
+            perception_type="procedural",
+            session_id=session,
         )
         if not success:
             slips += force < 12.5
@@ -34,13 +38,19 @@ def _arm_log(mem: RobotMemory) -> int:
                 if force < 12.5
                 else f"grip_force={force}N crushed the object"
             )
-            mem.learn(f"Episode {episode} failed: {reason}", context={"task": {"success": False}}, session_id=session)
+            mem.learn(
+                f"Episode {episode} failed: {reason}",
+                context={"task": {"success": False}},
+                session_id=session,
+            )
         mem.end_session(session, outcome_score=0.9 if success else 0.2)
     return slips
 
 
 def test_placeholder_nouns_leave_the_bm25_query_unless_alone() -> None:
-    assert bm25_words("why did the object slip", "basic") == [w for w in bm25_words("why did it slip", "basic")]
+    assert bm25_words("why did the object slip", "basic") == [
+        w for w in bm25_words("why did it slip", "basic")
+    ]
     assert "slip" in bm25_words("why did the object slip", "basic")
     assert bm25_words("object", "basic") == ["object"]
     assert "东西" not in bm25_words("那个东西为什么掉了", "basic")

@@ -67,7 +67,9 @@ def test_every_hit_carries_a_relevance_and_the_gate_keeps_the_relevant(bm25_memo
     assert [m["content"] for m in found["memories"]] == ["lidar missed the glass wall in corridor B"]
     assert found["memories"][0]["relevance"] >= 0.75 and found["memories"][0]["score"] == 1.0
     # Off, the weaker matches (on "mug") come back with their own low relevance; scores stay relative.
-    everything = mem.recall("lidar missed the glass wall in corridor B at night, mug", min_relevance=0)["memories"]
+    everything = mem.recall("lidar missed the glass wall in corridor B at night, mug", min_relevance=0)[
+        "memories"
+    ]
     assert len(everything) > 1
     assert all(m["relevance"] < DEFAULT_MIN_RELEVANCE for m in everything[1:])
     # A filter-only recall has no query to be relevant to.
@@ -126,7 +128,8 @@ def test_unanswerable_queries_return_nothing_with_the_bundled_model(tmp_path: Pa
             return {
                 q.id
                 for q in asked
-                if {ids[g] for g in q.gold} & {m["id"] for m in mem.recall(q.query, min_relevance=floor)["memories"]}
+                if {ids[g] for g in q.gold}
+                & {m["id"] for m in mem.recall(q.query, min_relevance=floor)["memories"]}
             }
 
         gated, ungated = answered(None), answered(0.0)

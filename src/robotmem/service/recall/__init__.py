@@ -54,7 +54,11 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
     outcome = execute(engine, plan)
     elapsed_ms = (time.perf_counter() - started) * 1000
     return recall_result(
-        outcome.hits, include_data=plan.include_data, mode=outcome.mode, query_ms=elapsed_ms, note=outcome.note
+        outcome.hits,
+        include_data=plan.include_data,
+        mode=outcome.mode,
+        query_ms=elapsed_ms,
+        note=outcome.note,
     )
 
 

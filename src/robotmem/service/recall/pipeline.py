@@ -156,7 +156,9 @@ def ranked_channels(
     return Channels(words, searchable, vector, coverage, source.ranked(query))
 
 
-def relevance_gate(source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels) -> RelevanceGate:
+def relevance_gate(
+    source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels
+) -> RelevanceGate:
     """The relevance of memories to the plan's query (``relevance``), told what the text channel found."""
     gate = RelevanceGate(
         source,

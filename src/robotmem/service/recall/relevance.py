@@ -67,7 +67,8 @@ COSINE_SCALES = {
 }
 # The cosine at which each calibrated model's relevance is 0.5, per query script.
 RELEVANCE_FLOORS = {
-    model: {script: scale.floor for script, scale in scales.items()} for model, scales in COSINE_SCALES.items()
+    model: {script: scale.floor for script, scale in scales.items()}
+    for model, scales in COSINE_SCALES.items()
 }
 _CJK = re.compile(f"[{CJK_RANGES}]")
 
@@ -78,6 +79,8 @@ def cosine_scale(model_id: str, query: str) -> Scale | None:
     if scales is None:
         return None
     return scales["cjk" if _CJK.search(query) else "latin"]
+
+
 # Share of the query's IDF that a memory's words carry. Beside a calibrated model a paraphrase shares only
 # incidental words and the cosine finds it; without one the words decide alone. A query word no memory holds
 # carries the highest IDF, so "grip force for the violin bow" covers little of its query.
@@ -98,6 +101,8 @@ def default_min_relevance(vector: VectorQuery | None, *, by_distance: bool) -> f
     if vector is None or vector.model_id in COSINE_SCALES:
         return DEFAULT_MIN_RELEVANCE
     return ANY_WORD if by_distance else 0.0
+
+
 # Relevance levels at which a memory's words are tested (one text pass each, cached per recall).
 _TEXT_LEVELS = (ANY_WORD, 0.25, 0.5, 0.75, 1.0)
 
