@@ -1,7 +1,7 @@
 """How relevant a memory is to a query, on an absolute scale: the ``relevance`` of every recall hit and the
 gate that drops what is not relevant (``min_relevance``), also for a recall that orders by distance.
 
-Relevance rests on two absolute signals, never on the fused scores (which are normalised per query):
+Relevance rests on absolute signals, never on the fused scores (which are normalised per query):
 
     cosine of the memory to the query ─→ the model's scale (COSINE_SCALES) ─┐
     share of the query's IDF its words carry ─→ COVERAGE_BESIDE_VECTORS ────┼→ max → relevance in 0..1
@@ -116,8 +116,9 @@ NOTHING_RELEVANT = (
 class RelevanceGate:
     """The relevance of memories to one query, and which reach ``min_relevance``.
 
-    A memory's relevance is the larger of its cosine's (on the model's scale in ``COSINE_SCALES``) and its
-    words' (the share of the query's IDF they carry, on ``COVERAGE_BESIDE_VECTORS``, or ``COVERAGE_ALONE``
+    A memory's relevance is the largest of its cosine's (on the model's scale in ``COSINE_SCALES``), its
+    named values' (``named_relevance``) and its words' (the share of the query's IDF they carry, on
+    ``COVERAGE_BESIDE_VECTORS``, or ``COVERAGE_ALONE``
     without a calibrated model). Words are tested only on the memories asked about; cosines come from the
     vector channel's candidates and from the vector index for every memory at or above the gate's cosine.
     A memory whose cosine is unknown (below both) counts by its words.
@@ -183,7 +184,10 @@ class RelevanceGate:
         if unknown:
             self._text.update((m, 0.0) for m in unknown)
             for level in _TEXT_LEVELS if self._words else ():
-                passed = self._source.text_matches(self._words, self._coverage.value_at(level), unknown)
+                # The lowest level is any query word (coverage 0: in a store of a few memories every
+                # shared word has an IDF near 0, so a positive share could miss it).
+                least = 0.0 if level <= ANY_WORD else self._coverage.value_at(level)
+                passed = self._source.text_matches(self._words, least, unknown)
                 if not passed:
                     break
                 self._text.update((m, level) for m in passed)
