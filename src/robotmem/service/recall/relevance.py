@@ -158,7 +158,12 @@ class RelevanceGate:
     @property
     def gate_coverage(self) -> float:
         """The share of the query's IDF a memory's words must carry to reach ``min_relevance``."""
-        return self._coverage.value_at(self.min_relevance)
+        return self._coverage_at(self.min_relevance)
+
+    def _coverage_at(self, level: float) -> float:
+        # The lowest level is any query word (coverage 0: in a store of a few memories every shared word
+        # has an IDF near 0, so a positive share could miss it).
+        return 0.0 if level <= ANY_WORD else self._coverage.value_at(level)
 
     def heard(self, coverage: float, found: bool) -> None:
         """Learn from the recall's text channel over the same words and scope, which asked for matches
@@ -184,10 +189,7 @@ class RelevanceGate:
         if unknown:
             self._text.update((m, 0.0) for m in unknown)
             for level in _TEXT_LEVELS if self._words else ():
-                # The lowest level is any query word (coverage 0: in a store of a few memories every
-                # shared word has an IDF near 0, so a positive share could miss it).
-                least = 0.0 if level <= ANY_WORD else self._coverage.value_at(level)
-                passed = self._source.text_matches(self._words, least, unknown)
+                passed = self._source.text_matches(self._words, self._coverage_at(level), unknown)
                 if not passed:
                     break
                 self._text.update((m, level) for m in passed)
