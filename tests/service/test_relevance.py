@@ -65,7 +65,7 @@ def test_every_hit_carries_a_relevance_and_the_gate_keeps_the_relevant(bm25_memo
     found = mem.recall("lidar missed the glass wall in corridor B at night, mug")
     assert found["note"] is None
     assert [m["content"] for m in found["memories"]] == ["lidar missed the glass wall in corridor B"]
-    assert found["memories"][0]["relevance"] >= 0.75 and found["memories"][0]["score"] == 1.0
+    assert found["memories"][0]["relevance"] >= 0.5 and found["memories"][0]["score"] == 1.0
     # Off, the weaker matches (on "mug") come back with their own low relevance; scores stay relative.
     everything = mem.recall("lidar missed the glass wall in corridor B at night, mug", min_relevance=0)[
         "memories"

@@ -103,8 +103,9 @@ def default_min_relevance(vector: VectorQuery | None, *, by_distance: bool) -> f
     return ANY_WORD if by_distance else 0.0
 
 
-# Relevance levels at which a memory's words are tested (one text pass each, cached per recall).
-_TEXT_LEVELS = (ANY_WORD, 0.25, 0.5, 0.75, 1.0)
+# Relevance levels at which a memory's words are tested, besides the gate's own (one pass over the scope's
+# text matches each, cached per recall): the floor, 0.75 (whose episode neighbours reach the floor) and 1.
+_TEXT_LEVELS = (0.5, 0.75, 1.0)
 
 # Why a recall with a query returned nothing.
 NOTHING_RELEVANT = (
@@ -188,7 +189,8 @@ class RelevanceGate:
         unknown = [m for m in wanted if m not in self._text]
         if unknown:
             self._text.update((m, 0.0) for m in unknown)
-            for level in _TEXT_LEVELS if self._words else ():
+            levels = sorted({*_TEXT_LEVELS, self.min_relevance} - {0.0}) if self._words else []
+            for level in levels:
                 passed = self._source.text_matches(self._words, self._coverage_at(level), unknown)
                 if not passed:
                     break
