@@ -68,11 +68,14 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("forget", {"memory_id": 1, "reason": "measured with a broken sensor"}),
     ("recall", {"query": "grip force", "include_data": True}),
     ("recall", {"query": "杯子", "robots": "self"}),
+    ("recall", {"query": "wrist camera frame", "min_relevance": 0.5}),
+    ("recall", {"query": "zebra quantum xylophone", "min_relevance": 0.5}),  # nothing relevant: a note
 ]
 BAD: list[tuple[str, dict[str, Any], str]] = [
     ("recall", {"query": "cup", "context_filter": {"task.success": {"$less": 1}}}, "invalid_input"),
     ("learn", {"insight": "x" * 301}, "invalid_input"),
     ("recall", {"query": "cup", "robots": "arm 1"}, "invalid_input"),
+    ("recall", {"query": "cup", "min_relevance": 1.5}, "invalid_input"),
     ("forget", {"memory_id": 999, "reason": "gone"}, "not_found"),
 ]
 
@@ -171,6 +174,7 @@ CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
         *(["--spatial-sort", json.dumps(a["spatial_sort"])] if "spatial_sort" in a else []),
         *(["--include-data"] if a.get("include_data") else []),
         *(["--robots", a["robots"]] if "robots" in a else []),
+        *(["--min-relevance", str(a["min_relevance"])] if "min_relevance" in a else []),
     ],
     "update": lambda a: ["update", str(a["memory_id"]), a["new_content"]],
     "forget": lambda a: ["forget", str(a["memory_id"]), "--reason", a["reason"]],
@@ -200,6 +204,10 @@ def test_every_door_returns_the_same_json_and_errors(tmp_path: Path, locate: Cal
     steps = len(SCRIPT)
     assert [kind for kind, _ in python] == ["ok"] * steps + ["error"] * len(BAD)
     assert python[2][1]["status"] == "duplicate"
+    relevant, nothing = python[steps - 2][1], python[steps - 1][1]
+    assert relevant["memories"] and all(m["relevance"] >= 0.5 for m in relevant["memories"])
+    assert relevant["note"] is None
+    assert nothing["memories"] == [] and "no memory in this scope is relevant" in nothing["note"]
     for other in (mcp, rest, cli):
         assert [normalized(r) for k, r in other[:steps]] == [normalized(r) for k, r in python[:steps]]
     for index, (_, _, code) in enumerate(BAD):

@@ -67,11 +67,12 @@ def recall(
     robots: list[str] | str | None = None,
     since: str | float | None = None,
     until: str | float | None = None,
+    min_relevance: float | None = None,
 ) -> RecallResult:
     """``RobotMemory.recall`` on the default instance."""
     return default_memory().recall(
         query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order,
-        robots, since, until,
+        robots, since, until, min_relevance,
     )  # fmt: skip
 
 

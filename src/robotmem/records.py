@@ -51,6 +51,7 @@ class Hit:
     score: float
     matched_by: frozenset[str] = field(default_factory=frozenset)
     spatial_distance: float | None = None
+    relevance: float | None = None  # absolute, 0..1 (service/recall/relevance.py); None without a query
     data: Any = None
     metadata: Any = None
 

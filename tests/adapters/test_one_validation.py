@@ -23,7 +23,7 @@ from robotmem.config import Settings
 from robotmem.formats.inputs import LearnInput, OperationInput, RecallInput
 
 LEARN = {"insight": "the mug slips when the gripper closes at 5 N", "context": {"task": {"success": False}}}
-RECALL = {"query": "mug gripper", "n": 3, "context_filter": {"task.success": False}}
+RECALL = {"query": "mug gripper", "n": 3, "context_filter": {"task.success": False}, "min_relevance": 0}
 
 
 @pytest.fixture

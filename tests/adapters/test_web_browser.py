@@ -8,6 +8,7 @@ test fails on an uncaught error or a console error of the page.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,6 +141,8 @@ def test_dashboard_search_detail_edit_forget(site: tuple[str, dict[str, Any]], p
     expect(page.locator("#memory-results")).to_contain_text("hybrid")
     first_row = page.locator("#memory-results tbody tr").first
     expect(first_row).to_contain_text("grip_force=12.5N yields highest grasp success rate")
+    expect(page.locator("#memory-results thead")).to_contain_text("relevance")
+    expect(first_row.locator("td.relevance")).to_have_text(re.compile(r"^[01]\.\d\d$"))
     shot(page, "03-search")
 
     first_row.click()

@@ -60,7 +60,8 @@ def logged(
 
 def _recall(mem: RobotMemory, query: str, **changes: Any) -> list[int]:
     mem.settings = mem.settings.replace(**changes)
-    return [int(m["id"]) for m in mem.recall(query, n=5, collection="grasping")["memories"]]
+    # Ranking only: the relevance gate is off.
+    return [int(m["id"]) for m in mem.recall(query, n=5, collection="grasping", min_relevance=0)["memories"]]
 
 
 def test_a_neighbour_of_the_described_step_joins_the_results(

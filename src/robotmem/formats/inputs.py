@@ -176,6 +176,11 @@ class RecallInput(OperationInput):
     until: EventTimeInput = Field(
         default=None, description=f"Only memories observed at or before this time: {TIME_BOUND}."
     )
+    min_relevance: float | None = Field(
+        default=None,
+        description="With a query, leave out memories less relevant than this (0..1; default 0.5, the "
+        "calibrated floor; 0 turns it off).",
+    )
     __slots__ = ("_filter", "_spatial", "_robots", "_since", "_until")
 
     @property
@@ -211,6 +216,8 @@ class RecallInput(OperationInput):
         self._robots = parse_robots(self.robots)
         self._since = parse_time_bound("since", self.since)
         self._until = parse_time_bound("until", self.until)
+        if self.min_relevance is not None and not 0.0 <= self.min_relevance <= 1.0:
+            raise ValidationError(f"min_relevance: is {self.min_relevance}; expected a value within 0..1")
 
 
 class SavePerceptionInput(OperationInput):

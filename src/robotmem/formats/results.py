@@ -85,6 +85,9 @@ class RecallHit(MemoryRecord):
     """Relevance after fusion, weights and sorting, normalised so the best is 1.0."""
     matched_by: list[str]
     """The channels that found it: text, vector."""
+    relevance: float | None
+    """How relevant it is to the query, 0..1, comparable across queries (0.5 = the calibrated floor); null
+    without a query."""
     spatial_distance: NotRequired[float | None]
     """With spatial_sort: Euclidean distance to the target (null when not finite or without the field)."""
     data: NotRequired[Any]
@@ -110,6 +113,8 @@ class RecallResult(TypedDict):
     warnings: list[str]
     """Why the filter may match nothing: a path no memory in scope carries (with the nearest path that
     exists), or an operand of a type no stored value at its path has. Empty when nothing looks wrong."""
+    note: str | None
+    """With a query and no memories: why (nothing in scope reaches min_relevance); else null."""
 
 
 class ListedMemory(MemoryRecord):

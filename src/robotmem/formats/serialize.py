@@ -142,6 +142,7 @@ def hit_to_dict(hit: Hit, *, include_data: bool) -> RecallHit:
         **memory_to_dict(hit.memory),  # type: ignore[typeddict-item]
         "score": round(hit.score, 6),
         "matched_by": sorted(hit.matched_by),
+        "relevance": None if hit.relevance is None else round(hit.relevance, 4),
     }
     if hit.spatial_distance is not None:
         # Never Infinity: spatial.distance already gives None past the float range, checked again here.
@@ -161,9 +162,10 @@ def recall_result(
     query_ms: float,
     collections: Sequence[str] = (),
     warnings: Sequence[str] = (),
+    note: str | None = None,
 ) -> RecallResult:
     """Return recall's result: the hits best first, their count, the search that ran and its time, the
-    collections searched and the filter's warnings."""
+    collections searched, the filter's warnings, and why there are none when nothing was relevant."""
     return {
         "memories": [hit_to_dict(hit, include_data=include_data) for hit in hits],
         "total": len(hits),
@@ -171,6 +173,7 @@ def recall_result(
         "query_ms": round(query_ms, 3),
         "collections": list(collections),
         "warnings": list(warnings),
+        "note": note,
     }
 
 

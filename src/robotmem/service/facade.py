@@ -183,10 +183,15 @@ class RobotMemory:
         robots: list[str] | str | None = None,
         since: str | float | None = None,
         until: str | float | None = None,
+        min_relevance: float | None = None,
     ) -> RecallResult:
-        """Return ``{"memories", "total", "mode", "query_ms", "collections", "warnings"}`` for the most
-        relevant memories: ``collections`` names the collections searched (``collection="*"``: every one),
-        ``warnings`` why the filter may match nothing (docs/filters.md).
+        """Return ``{"memories", "total", "mode", "query_ms", "collections", "warnings", "note"}`` for the
+        most relevant memories: ``collections`` names the collections searched (``collection="*"``: every
+        one), ``warnings`` why the filter may match nothing (docs/filters.md).
+
+        With a query, each memory carries its ``relevance`` (0..1, comparable across queries) and those
+        below ``min_relevance`` (default 0.5, the embedding model's calibrated floor; 0 keeps them all) are
+        left out: a query nothing is relevant to returns no memories, and ``note`` says why.
 
         ``since``/``until`` keep memories observed in that window (ISO 8601 with a zone, epoch seconds,
         ``now``, or before now: ``-30m``, ``-2h``, ``-7d``), before any limit; ``order="recent"`` returns

@@ -104,7 +104,7 @@ def test_learn_update_and_import_keep_the_index(tmp_path: Path) -> None:
         conn.close()
     with RobotMemory(tmp_path / "b.db", embed_backend="none", settings=Settings(home=tmp_path)) as other:
         other.import_memories(export)
-        found = other.recall("glass jar", n=1)["memories"]
+        found = other.recall("glass jar", n=1, min_relevance=0)["memories"]  # the index, not relevance
     conn = _raw(tmp_path / "b.db")
     try:
         assert _stored(conn, int(found[0]["id"])) == {"glass jar"}

@@ -161,6 +161,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--robots", help='comma-separated robot ids ("self" = this robot); default: the whole fleet'
     )
+    p.add_argument(
+        "--min-relevance",
+        dest="min_relevance",
+        type=float,
+        help="leave out memories less relevant than this, 0..1 (default 0.5, the calibrated floor; 0: off)",
+    )
     p.add_argument("--since", help=f"only memories observed at or after: {_TIME_BOUND}")
     p.add_argument("--until", help=f"only memories observed at or before: {_TIME_BOUND}")
     # ``--since -2h``: a value that looks like a time before now is a value, not an option.

@@ -103,14 +103,19 @@ spatial_sort select the memories. Narrow the search with:
 - robots: "self" for this robot's own experience, or robot ids (list or comma-separated); by default every
   robot's memories in the store, this robot's own ranked a little higher.
 - collection: one collection (default: the server's), or "*" for every collection.
-Returns {"memories": [...], "total", "mode", "query_ms", "collections", "warnings"}: collections names the
-collections searched; warnings (usually empty) says why a context_filter may match nothing (a path no
-memory in scope carries, with the nearest existing path, or a value of a type none stored there has): fix
-the filter and call again rather than concluding there is no such experience. Each memory has id, content, category, confidence,
-tags, robot_id, uid (its fleet-wide id), observed_at (when it happened, ISO 8601 UTC), created_at (when
-stored), score (best = 1.0), its context with the sections
+- min_relevance: with a query, memories less relevant than this are left out (0..1, default 0.5: the
+  calibrated floor; 0 returns the nearest memories however unrelated).
+Returns {"memories": [...], "total", "mode", "query_ms", "collections", "warnings", "note"}: collections
+names the collections searched; warnings (usually empty) says why a context_filter may match nothing (a
+path no memory in scope carries, with the nearest existing path, or a value of a type none stored there
+has): fix the filter and call again rather than concluding there is no such experience. Each memory has
+id, content, category, confidence, tags, robot_id, uid (its fleet-wide id), observed_at (when it happened,
+ISO 8601 UTC), created_at (when stored), score (best = 1.0, relative to this answer only), relevance (0..1,
+comparable across queries; 0.5 is the floor), its context with the sections
 params/spatial/robot/task also at top level, and spatial_distance when spatial_sort is used. Perception
-data and metadata come only with include_data=true.""",
+data and metadata come only with include_data=true.
+An empty memories list with a note means the robot has no relevant experience for this query in this
+scope: decide without it (or explore, then learn the outcome); do not retry the same query.""",
     "save_perception": """\
 Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
 trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and

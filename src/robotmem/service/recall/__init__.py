@@ -55,6 +55,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         own_robot=acting,
         since=since,
         until=until,
+        min_relevance=args.min_relevance,
     )
     outcome = execute(engine, plan)
     warnings = engine.read(lambda tx: filter_warnings(tx, plan, outcome.searched, len(outcome.hits)))
@@ -66,6 +67,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         query_ms=elapsed_ms,
         collections=outcome.searched,
         warnings=warnings,
+        note=outcome.note,
     )
 
 

@@ -26,7 +26,12 @@ from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
 from robotmem.service.recall.grouping import ContextReader
 from robotmem.service.recall.plan import RecallPlan
-from robotmem.service.recall.relevance import RelevanceGate, nearest_relevant
+from robotmem.service.recall.relevance import (
+    NOTHING_RELEVANT,
+    RelevanceGate,
+    default_min_relevance,
+    nearest_relevant,
+)
 from robotmem.service.recall.scoring import bm25_words, score_candidates
 from robotmem.store.protocol import CandidateSource, ChannelQuery, Ranked, StoreTx, VectorQuery
 from robotmem.text.tokens import or_match, query_tokens
@@ -37,13 +42,15 @@ _LISTED = {"time": "oldest", "recent": "recent"}
 
 @dataclass(frozen=True, slots=True)
 class RecallOutcome:
-    """Hits best first, which channels ran, the collections searched, and the score the normalised
-    scores were divided by (what lets the hits of several collections merge)."""
+    """Hits best first, which channels ran, the collections searched, the score the normalised scores
+    were divided by (what lets the hits of several collections merge), and why there are none when
+    nothing was relevant."""
 
     hits: list[Hit]
     mode: str
     searched: tuple[str, ...] = ()
     scale: float = 1.0
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +105,9 @@ def run_across(
         one = dataclasses.replace(plan, collection=name)
         outcomes.append(run_on(tx.candidates(one.scope), tx, one, settings, vector))
     raw = [(hit, hit.score * outcome.scale) for outcome in outcomes for hit in outcome.hits]
-    newest_first = plan.spatial is None and plan.order != "time" and not plan.query
+    newest_first = plan.spatial is None and (
+        plan.order == "recent" or (plan.order != "time" and not plan.query)
+    )
     raw.sort(key=lambda pair: _merge_key(plan, *pair), reverse=newest_first)
     chosen = raw[: plan.n]
     best = max((score for _, score in chosen), default=0.0)
@@ -107,7 +116,8 @@ def run_across(
         mode = outcomes[0].mode
     else:
         mode = "filter_only" if not plan.query else "bm25_only" if vector is None else "hybrid"
-    return RecallOutcome(hits, mode, names, best or 1.0)
+    note = next((outcome.note for outcome in outcomes if outcome.note), None) if not hits else None
+    return RecallOutcome(hits, mode, names, best or 1.0, note)
 
 
 def _merge_key(plan: RecallPlan, hit: Hit, score: float) -> tuple[object, ...]:
@@ -115,9 +125,12 @@ def _merge_key(plan: RecallPlan, hit: Hit, score: float) -> tuple[object, ...]:
     if plan.spatial is not None:
         distance = hit.spatial_distance
         return (distance is None, distance or 0.0, -score, hit.memory.id)
+    if plan.order == "recent":  # reversed: newest observed first
+        return (hit.memory.observed_at, hit.memory.id)
     if plan.order == "time" or not plan.query:  # oldest first, or (reversed) newest first
         return (hit.memory.created_at, hit.memory.id)
-    return (-score, hit.memory.id)
+    # Normalised scores differ in scale from one collection to another; relevance is absolute.
+    return (-(hit.relevance if hit.relevance is not None else 0.0), -score, hit.memory.id)
 
 
 def run_on(
@@ -133,7 +146,11 @@ def run_on(
     fused = (
         score_candidates(source, plan.query, channels.ranked, settings, plan.n, reader) if plan.query else {}
     )
-    pool, near = candidate_pool(source, tx, plan, channels, fused)
+    gate = relevance_gate(source, tx, plan, channels) if plan.query else None
+    pool, near = candidate_pool(source, plan, channels, fused, gate)
+    relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
+    if gate is not None and plan.spatial is None:
+        pool = [m for m in pool if relevance[m] >= gate.min_relevance]
     # Time orders need every pooled memory's record; ranking by relevance only the chosen few's.
     needs_records = plan.order in ("time", "recent") or not plan.query
     records = tx.memories.fetch(pool) if needs_records else {}
@@ -158,13 +175,17 @@ def run_on(
             score=(shown[m] / best) if best > 0 else 0.0,
             matched_by=frozenset(name for name, found in matched.items() if m in found),
             spatial_distance=distances.get(m),
+            relevance=relevance.get(m),
             data=payloads.get(m, (None, None))[0],
             metadata=payloads.get(m, (None, None))[1],
         )
         for m in chosen
     ]
+    note = None
+    if plan.query and not hits:
+        note = NOTHING_RELEVANT.format(floor=gate.min_relevance if gate is not None else 0.0)
     mode = channels.mode if plan.query else "filter_only"
-    return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0)
+    return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0, note)
 
 
 def ranked_channels(
@@ -192,8 +213,34 @@ def ranked_channels(
     return Channels(words, searchable, vector, coverage, source.ranked(query))
 
 
+def relevance_gate(
+    source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels
+) -> RelevanceGate:
+    """The relevance of memories to the plan's query (``relevance``), told what the text channel found."""
+    gate = RelevanceGate(
+        source,
+        tx,
+        channels.words or query_tokens(plan.query),
+        channels.vector,
+        (
+            default_min_relevance(channels.vector, by_distance=plan.spatial is not None)
+            if plan.min_relevance is None
+            else plan.min_relevance
+        ),
+        cosines=channels.ranked.vectors,
+        query=plan.query,
+    )
+    if channels.searchable:
+        gate.heard(channels.coverage, bool(channels.ranked.text))
+    return gate
+
+
 def candidate_pool(
-    source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels, fused: dict[int, float]
+    source: CandidateSource,
+    plan: RecallPlan,
+    channels: Channels,
+    fused: dict[int, float],
+    relevant: RelevanceGate | None,
 ) -> tuple[list[int], dict[int, float]]:
     """Return the memories that compete (in a first-seen order) and id → distance of the nearest ones.
 
@@ -205,14 +252,9 @@ def candidate_pool(
         if not plan.query:
             pool += source.listed(plan.n, order=_LISTED.get(plan.order, "newest"))
         return pool, {}
-    if not plan.query:
+    if relevant is None:
         near = source.nearest(plan.spatial, plan.n)
         return list(near) + source.listed(plan.n, order="id", exclude=set(near)), near
-    relevant = RelevanceGate(
-        source, tx, channels.words or query_tokens(plan.query), channels.vector, channels.coverage
-    )
-    if channels.searchable:
-        relevant.heard(channels.coverage, bool(channels.ranked.text))
     near = nearest_relevant(source, plan.spatial, plan.n, relevant)
     kept = relevant.among(fused)
     return [m for m in fused if m in kept] + [m for m in near if m not in fused], near

@@ -27,6 +27,8 @@ class RecallPlan:
     own_robot: str = ""  # whose memories the own-robot boost favours ("" = none)
     since: str | None = None  # stored times bounding ``observed_at`` (inclusive); None: unbounded
     until: str | None = None
+    # With a query, memories less relevant are left out (0: none is; None: relevance.default_min_relevance).
+    min_relevance: float | None = 0.0
 
     @property
     def scope(self) -> RecallScope:

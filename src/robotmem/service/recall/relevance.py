@@ -1,36 +1,128 @@
-"""Which memories are relevant to a query: the relevance gate of a recall that orders by distance.
+"""How relevant a memory is to a query, on an absolute scale: the ``relevance`` of every recall hit and the
+gate that drops what is not relevant (``min_relevance``), also for a recall that orders by distance.
 
-A spatial recall with a query returns the nearest memories relevant to the query, not the nearest of all
-and not only the nearest of the best text matches: every relevant memory competes on distance.
+Relevance rests on absolute signals, never on the fused scores (which are normalised per query):
+
+    cosine of the memory to the query ─→ the model's scale (COSINE_SCALES) ─┐
+    share of the query's IDF its words carry ─→ COVERAGE_BESIDE_VECTORS ────┼→ max → relevance in 0..1
+                                              (COVERAGE_ALONE without a calibrated model)
+    context values the query names that it carries ─→ 0.5 + 0.5 × rarity ───┤
+    the relevance of the step before or after it in its episode × NEIGHBOUR_SHARE ┘
+
+Each scale is linear in pieces: ``zero`` and below → 0, ``floor`` → 0.5, ``full`` and above → 1, so the
+default ``min_relevance`` (0.5) is every model's measured floor. A query that no memory in scope reaches
+returns nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from robotmem.query.spatial import SpatialSort
+from robotmem.service.recall.scoring import MAX_VALUE_SHARE, value_weights
 from robotmem.store.protocol import CandidateSource, ChannelQuery, StoreTx, VectorQuery
-from robotmem.text.tokens import or_match
+from robotmem.text.naming import value_candidates
+from robotmem.text.tokens import CJK_RANGES, or_match
 
-# Cosine at or above which a memory counts as relevant to a query (the vector half of the relevance gate
-# of a spatial recall), per embedding model. multilingual-e5-small puts every pair of texts between 0.7
-# and 0.9: on robot memories a query and its answer measured 0.85-0.89, a paraphrase 0.86, while
-# nonsense queries ("zebra quantum xylophone", "asdf qwer") and unrelated ones reached at most 0.79 and
-# related-but-different experiences 0.80-0.83. Models without a measured floor (the hashing test
-# embedder, Ollama, OpenAI-compatible, FastEmbed) leave the gate to the text channel.
-RELEVANCE_FLOORS = {"multilingual-e5-small-q4": 0.84}
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """A signal's map to relevance: ``zero`` and below → 0, ``floor`` → 0.5, ``full`` and above → 1."""
+
+    zero: float
+    floor: float
+    full: float
+
+    def relevance(self, value: float) -> float:
+        """The relevance of ``value``, in 0..1."""
+        if value <= self.zero:
+            return 0.0
+        if value < self.floor:
+            return 0.5 * (value - self.zero) / (self.floor - self.zero)
+        if value < self.full:
+            return 0.5 + 0.5 * (value - self.floor) / (self.full - self.floor)
+        return 1.0
+
+    def value_at(self, relevance: float) -> float:
+        """The least value whose relevance is ``relevance`` (the inverse of ``relevance``)."""
+        if relevance <= 0.5:
+            return self.zero + (self.floor - self.zero) * relevance / 0.5
+        return self.floor + (self.full - self.floor) * (relevance - 0.5) / 0.5
+
+
+# Cosine scales per embedding model and query script (a query holding CJK characters, or not), measured
+# on the labelled sets and the unanswerable queries (docs/benchmarks.md, "Relevance"). multilingual-e5-small
+# puts every pair of texts between 0.7 and 0.9, and a Chinese query higher against everything: English
+# queries that only the vector channel answers reach their answers at 0.77-0.84 and unanswerable ones a
+# memory at 0.79-0.85; Chinese ones 0.85-0.89 and 0.82-0.88. The floors are where the two overlap least.
+# Models without a scale (the hashing test embedder, Ollama, OpenAI-compatible, FastEmbed) leave relevance
+# to the words and the named values.
+COSINE_SCALES = {
+    "multilingual-e5-small-q4": {
+        "latin": Scale(zero=0.78, floor=0.83, full=0.89),
+        "cjk": Scale(zero=0.81, floor=0.865, full=0.91),
+    }
+}
+# The cosine at which each calibrated model's relevance is 0.5, per query script.
+RELEVANCE_FLOORS = {
+    model: {script: scale.floor for script, scale in scales.items()}
+    for model, scales in COSINE_SCALES.items()
+}
+_CJK = re.compile(f"[{CJK_RANGES}]")
+
+
+def cosine_scale(model_id: str, query: str) -> Scale | None:
+    """The cosine scale of ``model_id`` for ``query``'s script (None: the model has no measured scale)."""
+    scales = COSINE_SCALES.get(model_id)
+    if scales is None:
+        return None
+    return scales["cjk" if _CJK.search(query) else "latin"]
+
+
+# Share of the query's IDF that a memory's words carry. Beside a calibrated model a paraphrase shares only
+# incidental words and the cosine finds it; without one the words decide alone. A query word no memory holds
+# carries the highest IDF, so "grip force for the violin bow" covers little of its query.
+COVERAGE_BESIDE_VECTORS = Scale(zero=0.0, floor=0.3, full=1.0)
+COVERAGE_ALONE = Scale(zero=0.0, floor=0.15, full=1.0)
+# Share of a memory's relevance that the steps next to it in its episode inherit: "what was changed right
+# after the gripper slipped" is answered by the step after the relevant one, which shares nothing with it.
+NEIGHBOUR_SHARE = 0.9
+# The default min_relevance: the floor of every scale. An embedding model without a measured scale has no
+# floor: its recalls keep every memory (relevance is still reported, from the words and named values), and
+# ordered by distance, the memories holding any query word or named value (ANY_WORD).
+DEFAULT_MIN_RELEVANCE = 0.5
+ANY_WORD = 0.001
+
+
+def default_min_relevance(vector: VectorQuery | None, *, by_distance: bool) -> float:
+    """The min_relevance a recall uses when none is given: the floor, unless the model has no scale."""
+    if vector is None or vector.model_id in COSINE_SCALES:
+        return DEFAULT_MIN_RELEVANCE
+    return ANY_WORD if by_distance else 0.0
+
+
+# Relevance levels at which a memory's words are tested, besides the gate's own (one pass over the scope's
+# text matches each, cached per recall): the floor, 0.75 (whose episode neighbours reach the floor) and 1.
+_TEXT_LEVELS = (0.5, 0.75, 1.0)
+
+# Why a recall with a query returned nothing.
+NOTHING_RELEVANT = (
+    "no memory in this scope is relevant to the query (none reaches min_relevance {floor:g}): no such "
+    "experience is stored here; widen the scope, rephrase, or pass min_relevance=0 to see the nearest anyway"
+)
 
 
 class RelevanceGate:
-    """Which memories are relevant to the query.
+    """The relevance of memories to one query, and which reach ``min_relevance``.
 
-    A memory is relevant when its cosine to the query reaches the model's floor in ``RELEVANCE_FLOORS``,
-    or when it contains query words — beside that vector test, words carrying ``min_coverage`` of the
-    query's IDF, as the text channel asks beside vectors (a paraphrase shares only incidental words, and
-    the cosine finds it; a source that cannot weigh words counts any match); without it (no embedder, or a
-    model with no floor), any query word. The words are tested only on the memories asked about (the
-    nearest, and the pool), never on every memory holding a query word; the vector index answers over
-    every stored vector, and ``among`` keeps only the ids it is asked about.
+    A memory's relevance is the largest of its cosine's (on the model's scale in ``COSINE_SCALES``), its
+    named values' (``named_relevance``) and its words' (the share of the query's IDF they carry, on
+    ``COVERAGE_BESIDE_VECTORS``, or ``COVERAGE_ALONE``
+    without a calibrated model). Words are tested only on the memories asked about; cosines come from the
+    vector channel's candidates and from the vector index for every memory at or above the gate's cosine.
+    A memory whose cosine is unknown (below both) counts by its words.
     """
 
     def __init__(
@@ -39,49 +131,106 @@ class RelevanceGate:
         tx: StoreTx,
         words: list[str],
         vector: VectorQuery | None,
-        min_coverage: float,
+        min_relevance: float,
+        cosines: Sequence[tuple[int, float]] = (),
+        query: str = "",
     ) -> None:
-        floor = RELEVANCE_FLOORS.get(vector.model_id) if vector is not None else None
+        scale = cosine_scale(vector.model_id, query) if vector is not None else None
         self._source = source
         self._words = words if or_match(words) is not None else []
-        self._coverage = min_coverage if floor is not None else 0.0
-        self._known: dict[int, bool] = {}
-        self._matches_any: bool | None = None  # whether any memory in scope holds the words, once known
-        self._similar: set[int] = set()
-        if vector is not None and floor is not None:
-            # Few memories clear the floor: ask for a short ranked head and widen it only while it fills.
+        self._scale = scale
+        self._coverage = COVERAGE_BESIDE_VECTORS if scale is not None else COVERAGE_ALONE
+        self.min_relevance = min_relevance
+        self._text: dict[int, float] = {}
+        self._matches_any: bool | None = None  # whether any memory in scope reaches the gate by its words
+        self._cosine: dict[int, float] = dict(cosines) if scale is not None else {}
+        if vector is not None and scale is not None:
+            least = scale.value_at(min_relevance) if min_relevance > 0 else scale.floor
+            # Few memories clear the gate: ask for a short ranked head and widen it only while it fills.
             first = 256
-            while len(similar := tx.vectors.most_similar(vector, first, floor)) >= first:
+            while len(similar := tx.vectors.most_similar(vector, first, least)) >= first:
                 first *= 4
             self._similar = {m for m, _ in similar}
+            self._cosine.update(similar)
+        else:
+            self._similar = set()
+        self._named = named_relevance(source, query) if query else {}
+
+    @property
+    def gate_coverage(self) -> float:
+        """The share of the query's IDF a memory's words must carry to reach ``min_relevance``."""
+        return self._coverage_at(self.min_relevance)
+
+    def _coverage_at(self, level: float) -> float:
+        # The lowest level is any query word (coverage 0: in a store of a few memories every shared word
+        # has an IDF near 0, so a positive share could miss it).
+        return 0.0 if level <= ANY_WORD else self._coverage.value_at(level)
 
     def heard(self, coverage: float, found: bool) -> None:
         """Learn from the recall's text channel over the same words and scope, which asked for matches
         covering ``coverage`` of the query and ``found`` some or none."""
-        if found and coverage >= self._coverage:
+        if found and coverage >= self.gate_coverage:
             self._matches_any = True
-        elif not found and coverage <= self._coverage:
+        elif not found and coverage <= self.gate_coverage:
             self._matches_any = False
 
     def any(self) -> bool:
         """Whether any memory the scope allows is relevant (one text match is enough to know)."""
-        if self._similar:
+        if self._similar or self._named or self.min_relevance <= 0:
             return True
         if self._matches_any is None:
-            query = ChannelQuery(self._words, depth=1, min_coverage=self._coverage)
+            query = ChannelQuery(self._words, depth=1, min_coverage=self.gate_coverage)
             self._matches_any = bool(self._words and self._source.ranked(query).text)
         return self._matches_any
 
-    def among(self, ids: Iterable[int]) -> set[int]:
-        """The relevant ones of ``ids`` (memories the recall's scope allows)."""
+    def relevance(self, ids: Iterable[int]) -> dict[int, float]:
+        """Return id → relevance in 0..1 of ``ids`` (memories the recall's scope allows)."""
         wanted = list(dict.fromkeys(ids))
-        unknown = [m for m in wanted if m not in self._known and m not in self._similar]
+        unknown = [m for m in wanted if m not in self._text]
         if unknown:
-            matched = (
-                self._source.text_matches(self._words, self._coverage, unknown) if self._words else set()
+            self._text.update((m, 0.0) for m in unknown)
+            levels = sorted({*_TEXT_LEVELS, self.min_relevance} - {0.0}) if self._words else []
+            for level in levels:
+                passed = self._source.text_matches(self._words, self._coverage_at(level), unknown)
+                if not passed:
+                    break
+                self._text.update((m, level) for m in passed)
+                unknown = [m for m in unknown if m in passed]
+        scale = self._scale
+        return {
+            m: max(
+                self._text[m],
+                self._named.get(m, 0.0),
+                scale.relevance(self._cosine[m]) if scale and m in self._cosine else 0.0,
             )
-            self._known.update((m, m in matched) for m in unknown)
-        return {m for m in wanted if m in self._similar or self._known.get(m, False)}
+            for m in wanted
+        }
+
+    def with_neighbours(self, relevance: dict[int, float]) -> dict[int, float]:
+        """Return ``relevance`` where each memory is at least ``NEIGHBOUR_SHARE`` × the relevance of the
+        memory before or after it in its episode (among those of ``relevance``)."""
+        out = dict(relevance)
+        for episode in self._source.episodes([m for m, r in relevance.items() if r > 0]):
+            for before, after in zip(episode, episode[1:], strict=False):
+                for source, target in ((before, after), (after, before)):
+                    if source in relevance and target in out:
+                        out[target] = max(out[target], NEIGHBOUR_SHARE * relevance[source])
+        return out
+
+    def among(self, ids: Iterable[int]) -> set[int]:
+        """The relevant ones of ``ids``: those whose relevance reaches ``min_relevance``."""
+        return {m for m, r in self.relevance(ids).items() if r >= self.min_relevance}
+
+
+def named_relevance(source: CandidateSource, query: str) -> dict[int, float]:
+    """Return id → relevance of the memories carrying context values ``query`` names (a robot id, a date,
+    an object): 0.5 + 0.5 × the values' rarity (``scoring.value_weights``), at most 1."""
+    candidates = value_candidates(query)
+    found = source.named_values(candidates, MAX_VALUE_SHARE) if candidates else None
+    if found is None or not found.carriers:
+        return {}
+    weights = value_weights(found)
+    return {m: 0.5 + 0.5 * min(1.0, sum(weights[v] for v in values)) for m, values in found.carriers.items()}
 
 
 def nearest_relevant(

@@ -197,12 +197,23 @@ def step_direction(query: str) -> int:
     return 0 if after == before else (1 if after else -1)
 
 
+# Nouns that stand for whatever is handled ("why did the object slip", "那个东西为什么掉了"): every
+# manipulation memory is about an object, so the word names none in particular, yet where few memories
+# spell it out its IDF outweighs the query's key word ("crushed the object" above "the cup slipped").
+# Left out of the BM25 query unless nothing else is left; the vector channel still reads them.
+PLACEHOLDER_NOUNS = frozenset(
+    ["object", "objects", "thing", "things", "item", "items", "stuff", "物体", "东西", "物品", "对象"]
+)
+
+
 def bm25_words(query: str, query_stopwords: str) -> list[str]:
-    """Return the BM25 query words of ``query``: its tokens without the chosen stopword list."""
+    """Return the BM25 query words of ``query``: its tokens without the chosen stopword list, and without
+    placeholder nouns when other words remain."""
     words = query_tokens(query)
     if query_stopwords == "extended":
         words = [w for w in words if w not in EXTENDED_STOPWORDS]
-    return words
+    specific = [w for w in words if w not in PLACEHOLDER_NOUNS]
+    return specific if specific else words
 
 
 def fuse(ranked: Ranked, knobs: RecallSettings) -> dict[int, float]:

@@ -238,6 +238,7 @@ function memoryRows(memories, withScore) {
       el("td", {}, Number(m.confidence).toFixed(2)),
       el("td", {}, successBadge(successOf(m)), m.status && m.status !== "active" ? el("span", { className: `badge status-${m.status}` }, m.status) : null),
       el("td", {}, withScore ? Number(m.score).toFixed(3) : shortTime(m.created_at)),
+      withScore ? el("td", { className: "relevance" }, m.relevance === null ? "—" : Number(m.relevance).toFixed(2)) : null,
     ),
   );
 }
@@ -291,7 +292,8 @@ async function memoriesView() {
     results.replaceChildren(
       el("p", { className: "muted", id: "search-summary" }, `${found.total} found (${found.mode}, ${found.query_ms} ms) in ${where}`),
       ...found.warnings.map((text) => el("p", { className: "warning" }, `Filter warning: ${text}`)),
-      table(["id", "content", "category", "conf.", "", "score"], memoryRows(found.memories, true)),
+      found.note ? el("p", { className: "note", id: "search-note" }, found.note) : null,
+      table(["id", "content", "category", "conf.", "", "score", "relevance"], memoryRows(found.memories, true)),
     );
     return;
   }
