@@ -56,11 +56,12 @@ class OpenAIEmbedder(RemoteEmbedder):
             return "no API key; set ROBOTMEM_OPENAI_API_KEY (or openai_api_key in config.toml)"
         return None
 
-    def _post_batch(self, texts: list[str]) -> Any:
+    def _post_batch(self, texts: list[str], deadline: float) -> Any:
         response = self._send(
             "POST",
             f"{self._base_url}/embeddings",
             self._what(),
+            deadline,
             json={"model": self._model, "input": texts, "encoding_format": "float"},
         )
         if response.status_code in (401, 403):

@@ -9,6 +9,7 @@ first argument; ``RobotMemory`` is the facade that owns one engine and delegates
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TypeVar
@@ -51,6 +52,7 @@ class Engine:
         self.collection = settings.collection
         self.clock = clock
         self._embedder = embedder
+        self._embedder_lock = threading.Lock()
         # The session most recently started through this engine and not yet ended: writes without a
         # session_id join it.
         self.current_session: str | None = None
@@ -73,9 +75,11 @@ class Engine:
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder in use (created on first use from the settings)."""
+        """The embedder in use (created on first use from the settings, once however many threads ask)."""
         if self._embedder is None:
-            self._embedder = create_embedder(self.settings)
+            with self._embedder_lock:
+                if self._embedder is None:
+                    self._embedder = create_embedder(self.settings)
         return self._embedder
 
     @property
