@@ -7,12 +7,14 @@
     evaluate     eval
     data         import-bag, import-lerobot, export-mcap
 
-A ``RobotMemError`` becomes ``Error: <message>`` on stderr and exit status 2.
+A ``RobotMemError`` becomes ``Error: <message>`` on stderr and exit status 2; any other exception (a
+bug) becomes one ``Error: internal error …`` line with status 2, its traceback only in the debug log.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -48,6 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: still one line, the traceback only in the debug log
+        logging.getLogger("robotmem").debug("unexpected error in %s", args.command, exc_info=True)
+        print(
+            f"Error: internal error in {args.command} ({type(exc).__name__}: {str(exc)[:200]}); "
+            "please report it with the output of ROBOTMEM_LOG_LEVEL=debug",
+            file=sys.stderr,
+        )
+        return 2
 
 
 __all__ = ["build_parser", "main"]

@@ -286,8 +286,9 @@ def serve(
     in ``web_allowed_hosts`` or an IP address; connections are limited and timed out
     (``web_connection_limit``, ``web_channel_timeout_s``; see ``adapters/web/server.py``).
     """
-    from robotmem.adapters.web.server import build_server  # waitress loads only to serve
+    from robotmem.adapters.web.server import build_server, check_port, listening_on  # waitress loads here
 
+    check_port(port)
     settings = load_settings(os.environ)
     token = token or settings.web_token or None
     if not is_loopback(host) and token is None:
@@ -305,8 +306,12 @@ def serve(
             connection_limit=settings.web_connection_limit,
             channel_timeout_s=settings.web_channel_timeout_s,
         )
-        shown = f"[{host}]" if ":" in host else host
-        print(f"robotmem web UI on http://{shown}:{port}/ (database {memory.location})", file=sys.stderr)
+        for bound_host, bound_port in listening_on(server):
+            shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+            print(
+                f"robotmem web UI on http://{shown}:{bound_port}/ (database {memory.location})",
+                file=sys.stderr,
+            )
         server.run()
     finally:
         memory.close()
