@@ -334,6 +334,23 @@ def test_token_is_required_for_every_write_when_configured(memory: RobotMemory) 
         ok(client.get("/api/stats"))
 
 
+def test_a_token_no_header_can_carry_is_refused_at_start(memory: RobotMemory) -> None:
+    """A token beyond Latin-1 would start a server that refuses every write; one within it works."""
+    for token in ("jeton-ロボット", " padded", "line\nbreak"):
+        with pytest.raises(ValidationError, match="token: no HTTP client can send this token"):
+            create_app(memory, token=token)
+    with running(create_app(memory, token="clé-secrète")) as client:
+        body = {"insight": "the wrist camera fogs up in the cold room"}
+        error_of(
+            client.post("/api/learn", json=body, headers={"X-Robotmem-Token": b"cle"}), 401, "unauthorized"
+        )
+        ok(
+            client.post(
+                "/api/learn", json=body, headers={"X-Robotmem-Token": "clé-secrète".encode("latin-1")}
+            )
+        )
+
+
 def test_untrusted_host_header_is_refused(memory: RobotMemory) -> None:
     with running(create_app(memory, trusted_hosts=["127.0.0.1", "localhost"])) as client:
         ok(client.get("/api/stats"))

@@ -40,6 +40,10 @@ class HttpReranker:
             raise ValidationError(f"rerank_url must start with http:// or https://, got {url!r}")
         if not timeout_s > 0 or math.isinf(timeout_s):
             raise ValidationError(f"rerank_timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        if not api_key.isascii():
+            raise ValidationError(
+                "rerank_api_key: holds characters other than ASCII, which an HTTP header cannot carry"
+            )
         self.url = url.rstrip("/") + "/rerank"
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}

@@ -40,7 +40,7 @@ from robotmem.adapters.web.remote import (
     local_paths,
     remote_error,
 )
-from robotmem.config import load_settings, web_allowed_hosts
+from robotmem.config import header_value_problem, load_settings, web_allowed_hosts
 from robotmem.formats import strict_json
 
 __all__ = ["TOKEN_HEADER", "create_app", "serve"]
@@ -199,6 +199,15 @@ def _install_error_handlers(app: OpenAPI, known_paths: list[str]) -> None:
         return _error(code, message, status)
 
 
+def _check_token(token: str) -> None:
+    """Raise ``ValidationError`` for a token no client could send: one the ``web_token`` setting refuses."""
+    problem = header_value_problem(token) if isinstance(token, str) else "it is not text"
+    if problem is None and (token != token.strip() or not token.isprintable()):
+        problem = "it has surrounding spaces, line breaks or control characters"
+    if problem is not None:
+        raise ValidationError(f"token: no HTTP client can send this token ({problem})")
+
+
 def create_app(
     memory: RobotMemory | None = None,
     *,
@@ -215,6 +224,8 @@ def create_app(
     ``Host`` names answered besides IP literals (defence against DNS rebinding); default: the
     loopback names and the ``web_allowed_hosts`` setting.
     """
+    if token is not None:
+        _check_token(token)
     if memory is None:
         memory = RobotMemory(db, collection, embed_backend, settings=load_settings(os.environ))
     app = OpenAPI(
@@ -289,6 +300,8 @@ def serve(
     from robotmem.adapters.web.server import build_server, check_port, listening_on  # waitress loads here
 
     check_port(port)
+    if token is not None:
+        _check_token(token)
     settings = load_settings(os.environ)
     token = token or settings.web_token or None
     if not is_loopback(host) and token is None:
