@@ -78,6 +78,9 @@ def test_memory_detail_has_perception_payload_and_lineage(memory: RobotMemory, c
     assert detail["data"] == {"depth": [[1, 2], [3, 4]]} and detail["perception_type"] == "visual"
 
     session = memory.start_session()["session_id"]
+    memory.settings = memory.settings.replace(
+        dedup_jaccard=1.5
+    )  # learn keeps each wording; end_session merges
     ids = [memory.learn(text, session_id=session)["memory_id"] for text in GRASP_TEXTS]
     memory.end_session(session)
     details = [ok(client.get(f"/api/memory/{i}")) for i in ids[:3]]
