@@ -99,10 +99,10 @@ def test_a_slow_but_complete_answer_within_the_limit_is_used(ollama_server: Fake
 
 def test_every_batch_gets_its_own_limit(ollama_server: FakeServer) -> None:
     """Backfill sends many batches: the limit is per request, not for the whole backfill."""
-    ollama_server.delay_s = 0.4
-    embedder = OllamaEmbedder(ollama_server.url, "nomic-embed-text", LIMIT_S, batch_size=1)
+    ollama_server.delay_s = 1.0
+    embedder = OllamaEmbedder(ollama_server.url, "nomic-embed-text", 3.0, batch_size=1)
     embedder.embed_one("warm")  # the model check is done
-    matrix = embedder.embed_batch(["a", "b", "c", "d"])  # 4 × 0.4 s: more than one limit in all
+    matrix = embedder.embed_batch(["a", "b", "c", "d"])  # 4 × 1 s: more than one limit in all
     assert matrix.shape == (4, FAKE_DIM)
 
 
