@@ -68,6 +68,9 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("forget", {"memory_id": 1, "reason": "measured with a broken sensor"}),
     ("recall", {"query": "grip force", "include_data": True}),
     ("recall", {"query": "杯子", "robots": "self"}),
+    # A repeat that differs only in function words is a duplicate on every door.
+    ("learn", {"insight": "Grip mug with 12 N force"}),
+    ("learn", {"insight": "Grip the mug with 12 N of force"}),
 ]
 BAD: list[tuple[str, dict[str, Any], str]] = [
     ("recall", {"query": "cup", "context_filter": {"task.success": {"$less": 1}}}, "invalid_input"),
@@ -200,6 +203,8 @@ def test_every_door_returns_the_same_json_and_errors(tmp_path: Path, locate: Cal
     steps = len(SCRIPT)
     assert [kind for kind, _ in python] == ["ok"] * steps + ["error"] * len(BAD)
     assert python[2][1]["status"] == "duplicate"
+    assert python[steps - 1][1]["status"] == "duplicate"
+    assert python[steps - 1][1]["existing_id"] == python[steps - 2][1]["memory_id"]
     for other in (mcp, rest, cli):
         assert [normalized(r) for k, r in other[:steps]] == [normalized(r) for k, r in python[:steps]]
     for index, (_, _, code) in enumerate(BAD):
