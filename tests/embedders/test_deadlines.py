@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -35,6 +35,24 @@ def timed(call: Callable[[], Any]) -> tuple[float, BaseException | None]:
     return time.monotonic() - started, None
 
 
+Closable = TypeVar("Closable", OllamaEmbedder, OpenAIEmbedder)
+
+
+@pytest.fixture
+def closing() -> Iterator[Callable[[Closable], Closable]]:
+    """Close each embedder handed to it at the end of the test: a pooled connection left open would be
+    collected later, in whatever test runs then, as an unclosed transport."""
+    opened: list[OllamaEmbedder | OpenAIEmbedder] = []
+
+    def track(embedder: Closable) -> Closable:
+        opened.append(embedder)
+        return embedder
+
+    yield track
+    for embedder in opened:
+        embedder.close()
+
+
 @pytest.fixture
 def trickling_ollama() -> Iterator[FakeServer]:
     yield from serve(FakeServer(api="ollama", trickle_s=TRICKLE_S), "")
@@ -50,8 +68,10 @@ def trickling_reranker() -> Iterator[RerankServer]:
     yield from serve(RerankServer(trickle_s=TRICKLE_S), "/v1")
 
 
-def test_a_trickling_ollama_is_cut_off_at_the_limit(trickling_ollama: FakeServer) -> None:
-    embedder = OllamaEmbedder(trickling_ollama.url, "nomic-embed-text", LIMIT_S)
+def test_a_trickling_ollama_is_cut_off_at_the_limit(
+    trickling_ollama: FakeServer, closing: Callable[[Any], Any]
+) -> None:
+    embedder = closing(OllamaEmbedder(trickling_ollama.url, "nomic-embed-text", LIMIT_S))
     elapsed, error = timed(lambda: embedder.embed_one("grip the mug"))
     assert isinstance(error, EmbeddingError)
     assert "did not answer within 1 s" in error.message
@@ -61,25 +81,31 @@ def test_a_trickling_ollama_is_cut_off_at_the_limit(trickling_ollama: FakeServer
     assert isinstance(error, EmbeddingError) and elapsed < 0.5
 
 
-def test_a_trickling_openai_server_is_cut_off_at_the_limit(trickling_openai: FakeServer) -> None:
-    embedder = OpenAIEmbedder(trickling_openai.url, "sk-test", "m", LIMIT_S)
+def test_a_trickling_openai_server_is_cut_off_at_the_limit(
+    trickling_openai: FakeServer, closing: Callable[[Any], Any]
+) -> None:
+    embedder = closing(OpenAIEmbedder(trickling_openai.url, "sk-test", "m", LIMIT_S))
     elapsed, error = timed(lambda: embedder.embed_batch(["a", "b", "c"]))
     assert isinstance(error, EmbeddingError)
     assert "did not answer within 1 s" in error.message
     assert LIMIT_S * 0.9 <= elapsed < LIMIT_S + MARGIN_S
 
 
-def test_the_dimension_probe_is_cut_off_at_the_limit(trickling_ollama: FakeServer) -> None:
-    embedder = OllamaEmbedder(trickling_ollama.url, "nomic-embed-text", LIMIT_S)
+def test_the_dimension_probe_is_cut_off_at_the_limit(
+    trickling_ollama: FakeServer, closing: Callable[[Any], Any]
+) -> None:
+    embedder = closing(OllamaEmbedder(trickling_ollama.url, "nomic-embed-text", LIMIT_S))
     elapsed, error = timed(lambda: embedder.dim)
     assert isinstance(error, EmbeddingError)
     assert elapsed < LIMIT_S + MARGIN_S
 
 
-def test_the_model_check_and_the_first_batch_share_one_limit(ollama_server: FakeServer) -> None:
+def test_the_model_check_and_the_first_batch_share_one_limit(
+    ollama_server: FakeServer, closing: Callable[[Any], Any]
+) -> None:
     """Two requests (GET /api/tags, POST /api/embed) each just under the limit still fail at the limit."""
     ollama_server.delay_s = 0.7
-    embedder = OllamaEmbedder(ollama_server.url, "nomic-embed-text", LIMIT_S)
+    embedder = closing(OllamaEmbedder(ollama_server.url, "nomic-embed-text", LIMIT_S))
     elapsed, error = timed(lambda: embedder.embed_one("x"))
     assert isinstance(error, EmbeddingError)
     assert [(r.method, r.path) for r in ollama_server.requests] == [
@@ -89,18 +115,20 @@ def test_the_model_check_and_the_first_batch_share_one_limit(ollama_server: Fake
     assert elapsed < LIMIT_S + MARGIN_S
 
 
-def test_a_slow_but_complete_answer_within_the_limit_is_used(ollama_server: FakeServer) -> None:
+def test_a_slow_but_complete_answer_within_the_limit_is_used(
+    ollama_server: FakeServer, closing: Callable[[Any], Any]
+) -> None:
     ollama_server.trickle_s = 0.0005  # a few hundred bytes: well under a second
-    embedder = OllamaEmbedder(ollama_server.url, "nomic-embed-text", 10.0)
+    embedder = closing(OllamaEmbedder(ollama_server.url, "nomic-embed-text", 10.0))
     vectors = embedder.embed_batch([f"text {i}" for i in range(3)])
     assert vectors.shape == (3, FAKE_DIM)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_every_batch_gets_its_own_limit(ollama_server: FakeServer) -> None:
+def test_every_batch_gets_its_own_limit(ollama_server: FakeServer, closing: Callable[[Any], Any]) -> None:
     """Backfill sends many batches: the limit is per request, not for the whole backfill."""
     ollama_server.delay_s = 1.0
-    embedder = OllamaEmbedder(ollama_server.url, "nomic-embed-text", 3.0, batch_size=1)
+    embedder = closing(OllamaEmbedder(ollama_server.url, "nomic-embed-text", 3.0, batch_size=1))
     embedder.embed_one("warm")  # the model check is done
     matrix = embedder.embed_batch(["a", "b", "c", "d"])  # 4 × 1 s: more than one limit in all
     assert matrix.shape == (4, FAKE_DIM)
@@ -118,9 +146,11 @@ def test_a_trickling_reranker_is_cut_off_at_the_limit(trickling_reranker: Rerank
         reranker.close()
 
 
-def test_the_cut_off_request_closes_its_connection(trickling_ollama: FakeServer) -> None:
+def test_the_cut_off_request_closes_its_connection(
+    trickling_ollama: FakeServer, closing: Callable[[Any], Any]
+) -> None:
     """The server sees the client hang up at the deadline: nothing keeps reading in the background."""
-    embedder = OllamaEmbedder(trickling_ollama.url, "nomic-embed-text", LIMIT_S)
+    embedder = closing(OllamaEmbedder(trickling_ollama.url, "nomic-embed-text", LIMIT_S))
     timed(lambda: embedder.embed_one("x"))
     waited = time.monotonic() + MARGIN_S
     while trickling_ollama.hangups < 1 and time.monotonic() < waited:
