@@ -33,6 +33,10 @@ BAD_VALUES = [
     ("ROBOTMEM_COLLECTION", " padded ", "collection"),
     ("ROBOTMEM_WEB_TOKEN", " s3cret ", "web_token"),
     ("ROBOTMEM_WEB_TOKEN", "s3cret\n", "web_token"),
+    # Carried in HTTP headers: the token as Latin-1 (a browser), the keys as ASCII (robotmem's client).
+    ("ROBOTMEM_WEB_TOKEN", "s3cret-日本", "web_token"),
+    ("ROBOTMEM_OPENAI_API_KEY", "sk-clé", "openai_api_key"),
+    ("ROBOTMEM_RERANK_API_KEY", "ключ", "rerank_api_key"),
     ("ROBOTMEM_WEB_ALLOWED_HOSTS", "robot.lan, ,x", "web_allowed_hosts"),
     ("ROBOTMEM_WEB_CONNECTION_LIMIT", "0", "web_connection_limit"),
     ("ROBOTMEM_WEB_CHANNEL_TIMEOUT_S", "-5", "web_channel_timeout_s"),

@@ -68,6 +68,9 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("forget", {"memory_id": 1, "reason": "measured with a broken sensor"}),
     ("recall", {"query": "grip force", "include_data": True}),
     ("recall", {"query": "杯子", "robots": "self"}),
+    # A repeat that differs only in function words is a duplicate on every door.
+    ("learn", {"insight": "Grip mug with 12 N force"}),
+    ("learn", {"insight": "Grip the mug with 12 N of force"}),
     ("recall", {"query": "wrist camera frame", "min_relevance": 0.5}),
     ("recall", {"query": "zebra quantum xylophone", "min_relevance": 0.5}),  # nothing relevant: a note
 ]
@@ -208,6 +211,8 @@ def test_every_door_returns_the_same_json_and_errors(tmp_path: Path, locate: Cal
     assert relevant["memories"] and all(m["relevance"] >= 0.5 for m in relevant["memories"])
     assert relevant["note"] is None
     assert nothing["memories"] == [] and "no memory in this scope is relevant" in nothing["note"]
+    assert python[steps - 3][1]["status"] == "duplicate"
+    assert python[steps - 3][1]["existing_id"] == python[steps - 4][1]["memory_id"]
     for other in (mcp, rest, cli):
         assert [normalized(r) for k, r in other[:steps]] == [normalized(r) for k, r in python[:steps]]
     for index, (_, _, code) in enumerate(BAD):

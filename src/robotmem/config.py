@@ -285,6 +285,21 @@ def _out_of_range(key: str, value: Any, accepted: str) -> SettingRangeError:
     return SettingRangeError(key, repr(value), accepted)
 
 
+# Settings that travel in an HTTP header, and what each may hold: a client sends the web token (a browser
+# carries Latin-1 there), robotmem's own HTTP client sends the API keys, and it encodes headers as ASCII.
+_HEADER_SETTINGS = {"web_token": "latin-1", "openai_api_key": "ascii", "rerank_api_key": "ascii"}
+_CHARSET_NAMES = {"latin-1": "Latin-1, U+0000..U+00FF", "ascii": "ASCII"}
+
+
+def header_value_problem(value: str, charset: str = "latin-1") -> str | None:
+    """Return why ``value`` cannot be sent as an HTTP header value in ``charset``, or None when it can."""
+    try:
+        value.encode(charset)
+    except UnicodeEncodeError as exc:
+        return f"character {exc.start + 1} is outside {_CHARSET_NAMES[charset]}"
+    return None
+
+
 def check_ranges(settings: Settings) -> None:
     """Raise ``ValidationError`` naming the setting, its value and the accepted range for any value out of range."""
     for key, (low, high, accepted) in _FLOAT_RANGES.items():
@@ -325,6 +340,11 @@ def check_ranges(settings: Settings) -> None:
                 key,
                 "(hidden)" if secret else repr(value),
                 "text without surrounding spaces, line breaks or control characters",
+            )
+    for key, charset in _HEADER_SETTINGS.items():
+        if header_value_problem(getattr(settings, key), charset) is not None:
+            raise SettingRangeError(
+                key, "(hidden)", f"characters an HTTP header can carry ({_CHARSET_NAMES[charset]})"
             )
     for host in web_allowed_hosts(settings):
         if not host or not host.isprintable() or any(ch in host for ch in " /@\\"):

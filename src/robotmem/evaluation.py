@@ -264,11 +264,19 @@ def _line_error(number: int, field: str, detail: str) -> ValidationError:
     return ValidationError(f"line {number}: {field}: {detail}")
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def _parse_json_object(line: str, number: int) -> dict[str, Any]:
     try:
-        raw = json.loads(line)
+        raw = json.loads(line, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise _line_error(number, "json", f"invalid JSON ({exc.msg} at column {exc.colno})") from exc
+    except RecursionError:
+        raise _line_error(number, "json", "invalid JSON (nested too deeply)") from None
+    except ValueError as exc:
+        raise _line_error(number, "json", f"invalid JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise _line_error(number, "json", f"expected an object, got {type(raw).__name__}")
     return raw

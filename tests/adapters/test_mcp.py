@@ -246,10 +246,14 @@ EPISODE: list[tuple[str, dict[str, Any]]] = [
 
 
 def test_episode_gives_the_same_results_as_the_python_sdk(tmp_path: Path) -> None:
-    """start → learn ×N → save_perception → recall (filter, spatial sort) → end_session with consolidation."""
+    """start → learn ×N → save_perception → recall (filter, spatial sort) → end_session with consolidation.
+
+    learn's Jaccard check is off (``dedup_jaccard`` above 1), so the filler-laden repeat of the first lesson
+    is stored and end_session merges it; exact repeats are still duplicates.
+    """
 
     def play_sdk() -> list[dict[str, Any]]:
-        settings = Settings(home=tmp_path / "home")
+        settings = Settings(home=tmp_path / "home", dedup_jaccard=1.5)
         with RobotMemory(tmp_path / "sdk.db", embed_backend="hash", settings=settings) as mem:
             results = []
             for episode in (EARLIER, EPISODE):
@@ -260,7 +264,7 @@ def test_episode_gives_the_same_results_as_the_python_sdk(tmp_path: Path) -> Non
             return results
 
     async def play_mcp() -> list[dict[str, Any]]:
-        async with connect(tmp_path, tmp_path / "mcp.db") as session:
+        async with connect(tmp_path, tmp_path / "mcp.db", env={"ROBOTMEM_DEDUP_JACCARD": "1.5"}) as session:
             results = []
             for episode in (EARLIER, EPISODE):
                 started = await call(session, "start_session", context={"robot_id": "arm-01", "task": "push"})

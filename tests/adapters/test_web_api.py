@@ -78,6 +78,9 @@ def test_memory_detail_has_perception_payload_and_lineage(memory: RobotMemory, c
     assert detail["data"] == {"depth": [[1, 2], [3, 4]]} and detail["perception_type"] == "visual"
 
     session = memory.start_session()["session_id"]
+    memory.settings = memory.settings.replace(
+        dedup_jaccard=1.5
+    )  # learn keeps each wording; end_session merges
     ids = [memory.learn(text, session_id=session)["memory_id"] for text in GRASP_TEXTS]
     memory.end_session(session)
     details = [ok(client.get(f"/api/memory/{i}")) for i in ids[:3]]
@@ -349,6 +352,23 @@ def test_token_is_required_for_every_write_when_configured(memory: RobotMemory) 
         )
         ok(client.get("/api/stats"))
         assert ok(client.get("/api/server")) == {"token_required": True}
+
+
+def test_a_token_no_header_can_carry_is_refused_at_start(memory: RobotMemory) -> None:
+    """A token beyond Latin-1 would start a server that refuses every write; one within it works."""
+    for token in ("jeton-ロボット", " padded", "line\nbreak"):
+        with pytest.raises(ValidationError, match="token: no HTTP client can send this token"):
+            create_app(memory, token=token)
+    with running(create_app(memory, token="clé-secrète")) as client:
+        body = {"insight": "the wrist camera fogs up in the cold room"}
+        error_of(
+            client.post("/api/learn", json=body, headers={"X-Robotmem-Token": b"cle"}), 401, "unauthorized"
+        )
+        ok(
+            client.post(
+                "/api/learn", json=body, headers={"X-Robotmem-Token": "clé-secrète".encode("latin-1")}
+            )
+        )
 
 
 def test_untrusted_host_header_is_refused(memory: RobotMemory) -> None:

@@ -206,3 +206,55 @@ def test_no_response_shows_a_filesystem_path(server: str, tmp_path: Path) -> Non
         assert home not in response.text and str(tmp_path) not in response.text, path
     doctor = httpx.get(f"{server}/api/doctor").json()
     assert doctor["database"] == "memory.db" and doctor["ok"]
+
+
+def _web(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": "hash"}
+    env.pop("ROBOTMEM_WEB_TOKEN", None)
+    return subprocess.run(
+        [sys.executable, "-m", "robotmem", "web", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "70000"])
+def test_a_port_out_of_range_is_one_error_line(tmp_path: Path, port: str) -> None:
+    result = _web(tmp_path, "--port", port)
+    assert result.returncode == 2
+    assert result.stderr == f"Error: --port: expected a port number 0..65535, got {port}\n"
+    assert not (tmp_path / "home").exists()  # refused before the database is opened
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _web(tmp_path, "--port", str(port))
+    assert result.returncode == 2
+    assert result.stderr == f"Error: --port {port}: cannot listen on 127.0.0.1:{port} (already in use)\n"
+
+
+def test_port_zero_prints_the_port_it_serves_on(tmp_path: Path) -> None:
+    env = {**os.environ, "ROBOTMEM_HOME": str(tmp_path / "home"), "ROBOTMEM_EMBED_BACKEND": "hash"}
+    env.pop("ROBOTMEM_WEB_TOKEN", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "robotmem", "web", "--port", "0"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line.startswith("robotmem web UI on http://127.0.0.1:"), line
+        url = line.split()[4].rstrip("/")
+        assert not url.endswith(":0")
+        assert httpx.get(f"{url}/api/stats", timeout=30).status_code == 200
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)

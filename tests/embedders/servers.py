@@ -3,7 +3,9 @@
 Each server answers with deterministic, not-normalised vectors (``fake_vector``) and records every
 request. Tests change its behaviour through attributes: ``delay_s`` (sleep before answering),
 ``fail_status`` (answer every embed request with that HTTP status), ``raw_body`` (send these bytes
-instead of the normal answer) and ``mutate`` (edit the normal payload before it is sent).
+instead of the normal answer), ``mutate`` (edit the normal payload before it is sent) and
+``trickle_s`` (send the whole answer, status line and headers included, one byte every ``trickle_s``
+seconds: each socket read returns quickly, yet the answer takes minutes).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class FakeServer:
     api_key: str | None = None  # openai: the only key accepted, None accepts any
     dim: int = FAKE_DIM
     delay_s: float = 0.0
+    trickle_s: float = 0.0
+    hangups: int = 0  # trickled answers the client stopped reading
     fail_status: int | None = None
     raw_body: bytes | None = None
     mutate: Callable[[dict[str, Any]], Any] | None = None
@@ -96,6 +100,40 @@ class FakeServer:
         return 200, _json(payload)
 
 
+@dataclass
+class RerankServer:
+    """A ``/rerank`` API: a document holding ``favourite`` scores 1.0, others less; records every body.
+
+    ``delay_s``, ``fail_status``, ``raw_body`` and ``trickle_s`` work as for ``FakeServer``.
+    """
+
+    favourite: str = "pads"
+    delay_s: float = 0.0
+    trickle_s: float = 0.0
+    hangups: int = 0
+    fail_status: int | None = None
+    raw_body: bytes | None = None
+    bodies: list[Any] = field(default_factory=list)
+    url: str = ""
+
+    def answer(self, method: str, path: str, body: Any, headers: dict[str, str]) -> tuple[int, bytes]:
+        if method != "POST" or path != "/v1/rerank":
+            return 404, b"{}"
+        self.bodies.append(body)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if self.fail_status is not None:
+            return self.fail_status, _json({"error": {"message": "model not loaded"}})
+        if self.raw_body is not None:
+            return 200, self.raw_body
+        results = [
+            {"index": i, "relevance_score": 1.0 if self.favourite in doc else -0.5 - i / 100}
+            for i, doc in enumerate(body["documents"])
+        ]
+        results.sort(key=lambda r: -r["relevance_score"])  # servers answer best first
+        return 200, _json({"model": body.get("model", ""), "results": results})
+
+
 def _json(payload: Any) -> bytes:
     return json.dumps(payload).encode("utf-8")  # allow_nan: a test may send NaN on purpose
 
@@ -115,6 +153,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else None
         headers = {key.lower(): value for key, value in self.headers.items()}
         status, content = self.server.fake.answer(method, self.path, body, headers)
+        if self.server.fake.trickle_s:
+            if not trickle(self, status, content, self.server.fake.trickle_s):
+                self.server.fake.hangups += 1
+            return
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -128,16 +170,32 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def trickle(handler: BaseHTTPRequestHandler, status: int, content: bytes, every_s: float) -> bool:
+    """Send a complete HTTP answer one byte every ``every_s`` seconds; False when the client hung up."""
+    head = (
+        f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(content)}\r\n\r\n"
+    ).encode("ascii")
+    handler.close_connection = True
+    try:
+        for byte in head + content:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(every_s)
+    except OSError:
+        return False  # the client gave up: what a deadline is for
+    return True
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, fake: FakeServer) -> None:
+    def __init__(self, fake: FakeServer | RerankServer) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.fake = fake
 
 
-def serve(fake: FakeServer, base_path: str) -> Iterator[FakeServer]:
+def serve(fake: Any, base_path: str) -> Iterator[Any]:
     server = _Server(fake)
     host, port = server.server_address[:2]
     fake.url = f"http://{host}:{port}{base_path}"

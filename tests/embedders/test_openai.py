@@ -225,3 +225,12 @@ def test_concurrent_calls_share_one_client(openai_server):
     for vector, text in zip(vectors, texts, strict=True):
         np.testing.assert_allclose(vector, unit(fake_vector(text)), rtol=1e-6)
     assert embedder.cooldown.failures == 0
+
+
+def test_a_key_no_header_can_carry_leaves_the_embedder_unavailable(openai_server):
+    embedder = OpenAIEmbedder(openai_server.url, "sk-clé", "text-embedding-3-small", 2.0)
+    assert not embedder.available
+    assert "other than ASCII" in embedder.status
+    with pytest.raises(EmbeddingError, match="other than ASCII"):
+        embedder.embed_one("a")
+    assert openai_server.requests == []

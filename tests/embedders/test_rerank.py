@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +14,14 @@ from robotmem.config import Settings
 from robotmem.embedders.rerank import HttpReranker, parse_scores
 from robotmem.errors import EmbeddingError
 
+from .servers import RerankServer, serve
+
+
+@pytest.fixture
+def server() -> Iterator[RerankServer]:
+    yield from serve(RerankServer(), "/v1")
+
+
 pytestmark = pytest.mark.slow
 
 LESSONS = [
@@ -26,81 +30,6 @@ LESSONS = [
     "swapped to silicone pads after the ceramic mug slipped",
     "the cereal box was crushed at grip_force=20 N",
 ]
-
-
-@dataclass
-class RerankServer:
-    """Scores a document 1.0 when it holds ``favourite``, else 0.0; records every request body."""
-
-    favourite: str = "pads"
-    delay_s: float = 0.0
-    fail_status: int | None = None
-    raw_body: bytes | None = None
-    bodies: list[Any] = field(default_factory=list)
-    url: str = ""
-
-    def answer(self, body: Any) -> tuple[int, bytes]:
-        self.bodies.append(body)
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        if self.fail_status is not None:
-            return self.fail_status, json.dumps({"error": {"message": "model not loaded"}}).encode()
-        if self.raw_body is not None:
-            return 200, self.raw_body
-        results = [
-            {"index": i, "relevance_score": 1.0 if self.favourite in doc else -0.5 - i / 100}
-            for i, doc in enumerate(body["documents"])
-        ]
-        results.sort(key=lambda r: -r["relevance_score"])  # servers answer best first
-        return 200, json.dumps({"model": body.get("model", ""), "results": results}).encode()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if self.path != "/v1/rerank":
-            status, content = 404, b"{}"
-        else:
-            status, content = self.server.fake.answer(body)
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(content)))
-            self.end_headers()
-            self.wfile.write(content)
-        except OSError:
-            pass  # the client gave up (timeout test)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, fake: RerankServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.fake = fake
-
-
-@pytest.fixture
-def server() -> Iterator[RerankServer]:
-    fake = RerankServer()
-    httpd = _Server(fake)
-    host, port = httpd.server_address[:2]
-    fake.url = f"http://{host}:{port}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield fake
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

@@ -86,7 +86,7 @@ def test_a_directory_that_is_not_a_v3_dataset_is_refused(memory: RobotMemory, tm
     with pytest.raises(ValidationError, match="LeRobot v1.6; robotmem reads v3.x and v2.x"):
         import_lerobot(memory, old)
     (old / "meta" / "info.json").write_text(json.dumps({**info, "codebase_version": "v2.1"}))
-    with pytest.raises(ValidationError, match="cannot read the episode metadata"):
+    with pytest.raises(ValidationError, match="has no meta/episodes.jsonl"):
         import_lerobot(memory, old)  # a v3 directory that says v2.1 has no meta/episodes.jsonl
     assert memory.stats() == before
 
@@ -227,3 +227,72 @@ def test_the_duplicate_lookup_is_not_bound_by_the_recall_limit(tmp_path: Path) -
         assert import_lerobot(mem, FIXTURE)["imported"] == 10
         again = import_lerobot(mem, FIXTURE)
         assert (again["imported"], again["skipped"]) == (0, 10)
+
+
+@pytest.mark.parametrize(
+    ("info", "message"),
+    [
+        (b"\xff\xfe{", "meta/info.json is not UTF-8 text"),
+        (b'{"codebase_version": "v3.0",', "meta/info.json is not valid JSON"),
+        (b"[1, 2]", "meta/info.json must hold a JSON object, got list"),
+        (b'{"codebase_version": 3}', "codebase_version must be text"),
+        (b'{"codebase_version": "v3.0", "features": []}', "features must be an object of feature objects"),
+        (
+            b'{"codebase_version": "v3.0", "features": {"a": 1}}',
+            "features must be an object of feature objects",
+        ),
+        (b'{"codebase_version": "v3.0", "fps": "ten"}', "fps must be a number above 0"),
+        (b'{"codebase_version": "v3.0", "fps": NaN}', "NaN is not a number JSON allows"),
+        (b'{"codebase_version": "v3.0", "robot_type": {"x": 1}}', "robot_type must be text"),
+    ],
+)
+def test_a_malformed_info_json_is_refused_naming_the_file_and_the_key(
+    memory: RobotMemory, tmp_path: Path, info: bytes, message: str
+) -> None:
+    dataset = tmp_path / "dataset"
+    shutil.copytree(FIXTURE, dataset)
+    (dataset / "meta" / "info.json").write_bytes(info)
+    before = memory.stats()
+    with pytest.raises(ValidationError, match=message):
+        import_lerobot(memory, dataset)
+    assert memory.stats() == before
+
+
+def test_frame_columns_of_the_wrong_kind_are_refused_before_anything_is_written(
+    memory: RobotMemory, tmp_path: Path
+) -> None:
+    dataset = tmp_path / "dataset"
+    shutil.copytree(FIXTURE, dataset)
+    data_file = dataset / "data" / "chunk-000" / "file-000.parquet"
+    table = pq.read_table(data_file)
+    ragged = pa.array([[0.0, 1.0], [0.0]] * (table.num_rows // 2))
+    column = table.column_names.index("observation.state")
+    pq.write_table(table.set_column(column, "observation.state", ragged), data_file)
+    before = memory.stats()
+    with pytest.raises(ValidationError, match="'observation.state' column of data/ must hold numbers"):
+        import_lerobot(memory, dataset)
+    pq.write_table(table.drop_columns(["index"]), data_file)
+    with pytest.raises(ValidationError, match="the data/ files have no 'index' column"):
+        import_lerobot(memory, dataset)
+    (dataset / "data" / "chunk-000" / "file-000.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(ValidationError, match="is not a readable Parquet file"):
+        import_lerobot(memory, dataset)
+    assert memory.stats() == before
+
+
+def test_an_episode_the_memory_refuses_stops_the_import_before_the_first_is_written(
+    memory: RobotMemory, tmp_path: Path
+) -> None:
+    """The last episode's task text makes its context too large: no episode is stored."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(FIXTURE, dataset)
+    meta_file = dataset / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
+    meta = pq.read_table(meta_file)
+    tasks = meta["tasks"].to_pylist()
+    tasks[-1] = ["push " + "x" * 2000]
+    pq.write_table(meta.set_column(meta.column_names.index("tasks"), "tasks", pa.array(tasks)), meta_file)
+    memory.settings = memory.settings.replace(max_context_bytes=1500)
+    before = memory.stats()
+    with pytest.raises(ValidationError, match="context: is .* bytes of JSON; the limit is 1500"):
+        import_lerobot(memory, dataset)
+    assert memory.stats() == before

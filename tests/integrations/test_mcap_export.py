@@ -94,3 +94,57 @@ def test_export_refuses_an_existing_file(exported: tuple[Path, list[dict], dict]
     path, records, _ = exported
     with pytest.raises(ValidationError, match="exists"):
         export_mcap(records, path)
+
+
+@pytest.mark.parametrize("stamp", [2**64 - 1, 2**63, (2**31) * 10**9, -1])
+def test_a_time_mcap_cannot_carry_is_refused_and_leaves_no_file(
+    tmp_path: Path, memory: RobotMemory, stamp: int
+) -> None:
+    memory.learn("pushed the block to the goal", context={"provenance": {"t_start_ns": stamp}})
+    records = memory.recall("", n=5)["memories"]
+    (tmp_path / "out").mkdir()
+    with pytest.raises(
+        ValidationError, match=rf"t_start_ns is {stamp} ns; an MCAP ROS 2 message carries 0\.\."
+    ):
+        export_mcap(records, tmp_path / "out" / "out.mcap")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_joint_data_of_the_wrong_shape_is_refused_and_leaves_no_file(
+    tmp_path: Path, memory: RobotMemory
+) -> None:
+    for data, message in (
+        (
+            {"joint_names": ["a"], "t_ns": [1, 2], "positions": [[0.1]]},
+            "t_ns and positions must be lists of one length",
+        ),
+        (
+            {"joint_names": ["a"], "t_ns": [2**64], "positions": [[0.1]]},
+            r"data.t_ns\[0\] is 18446744073709551616 ns",
+        ),
+        (
+            {"joint_names": ["a"], "t_ns": [1], "positions": [["x"]]},
+            r"positions\[0\]: expected a list of finite numbers",
+        ),
+        ({"joint_names": [1], "t_ns": [1], "positions": [[0.1]]}, "joint_names: expected a list of texts"),
+    ):
+        saved = memory.save_perception("joint trajectory of the push", "procedural", data=data)
+        record = memory.recall("", n=1, include_data=True, context_filter={"id": saved["memory_id"]})[
+            "memories"
+        ]
+        (tmp_path / "out").mkdir(exist_ok=True)
+        with pytest.raises(ValidationError, match=message):
+            export_mcap(record, tmp_path / "out" / "out.mcap")
+        assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_an_interrupted_write_leaves_no_file(tmp_path: Path, memory: RobotMemory) -> None:
+    """A record that fails while the file is being written (here: a spatial name MCAP accepts, a
+    message the writer refuses) leaves neither the file nor its temporary name."""
+    memory.learn("pushed the block to the goal")
+    records = memory.recall("", n=5)["memories"]
+    records[0]["content"] = "\ud800"  # a lone surrogate cannot be encoded as the message's UTF-8 text
+    (tmp_path / "out").mkdir()
+    with pytest.raises(Exception):  # noqa: B017 - whatever the writer raises, nothing may remain
+        export_mcap(records, tmp_path / "out" / "out.mcap")
+    assert list((tmp_path / "out").iterdir()) == []

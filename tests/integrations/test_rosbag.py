@@ -472,3 +472,55 @@ def test_context_keys_from_a_bag_are_filterable_and_map_keys_are_checked(
     assert task["reward_total"] == (1.0 if plans[0].success else -1.0) and task["_$by"] == "op"
     wins = memory.recall("", context_filter={"task.reward_total": {"$gt": 0}})["memories"]
     assert sorted(m["task"]["episode"] for m in wins) == [p.index for p in plans if p.success]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe", r"map: .*map.json is not UTF-8 text"),
+        (b'{"poses": []}', "map.poses: expected a table, got"),
+        (b'{"poses": {"o": "/o"}, "layout": 5}', "map.layout: expected a list of pose names"),
+        (b'{"joints": {"topic": "/j", "samples": "ten"}}', "joints.samples: expected 1..1000, got 'ten'"),
+        (
+            b'{"episodes": {"windows": [[0, "x"]]}}',
+            r"map.episodes.windows: expected a list of \[start, end\] seconds",
+        ),
+        (
+            b'{"episodes": {"windows": [[0, 1e300]]}}',
+            r"episodes.windows\[0\]: expected 0 <= start < end <= 9.2e\+09",
+        ),
+        (
+            b'{"episodes": {"gap_topic": "/j", "gap_s": "1"}}',
+            "map.episodes.gap_s: expected a number of seconds",
+        ),
+        (b'{"episodes": {"marker": 7}}', "map.episodes.marker: expected non-empty text, got 7"),
+        (b'{"outcome": {"topic": "/o", "field": ""}}', "map.outcome.field: expected non-empty text"),
+        (b'{"robot": [1]}', "map.robot: expected a table"),
+        (b'{"episodes": {"gap_topic": "/j", "gap_s": Infinity}}', "Infinity is not a number JSON allows"),
+    ],
+)
+def test_a_map_file_of_the_wrong_shape_names_the_key(tmp_path: Path, content: bytes, message: str) -> None:
+    map_file = tmp_path / "map.json"
+    map_file.write_bytes(content)
+    with pytest.raises(ValidationError, match=message):
+        load_map(map_file)
+
+
+def test_a_damaged_bag_is_refused_before_anything_is_written(tmp_path: Path, memory: RobotMemory) -> None:
+    bag = write_rosbags(tmp_path / "run", plan_episodes(3), "mcap")
+    (mcap,) = bag.glob("*.mcap")
+    data = bytearray(mcap.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"\xff" * 64
+    mcap.write_bytes(bytes(data))
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "metadata.yaml").write_bytes(b"\xff\xfe not yaml")
+    before = memory.stats()
+    for path in (bag, tmp_path / "meta"):
+        with pytest.raises(ValidationError, match="bag: .* cannot be read"):
+            import_bag(memory, path, FULL_MAP, MARKERS)
+    with pytest.raises(
+        ValidationError, match=r"episodes.gap_s: expected a number of seconds in \(0, 9.2e\+09\]"
+    ):
+        import_bag(memory, bag, FULL_MAP, Boundaries(gap_topic="/joint_states", gap_s=math.inf))
+    assert memory.stats() == before

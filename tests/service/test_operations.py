@@ -196,8 +196,9 @@ def test_recall_includes_perception_data_only_when_asked(memory: RobotMemory) ->
 
 def test_learn_joins_the_open_session_and_end_session_consolidates(memory: RobotMemory) -> None:
     session = memory.start_session(context={"robot": {"id": "arm-01"}})["session_id"]
-    # One lesson with filler words, pairwise word Jaccard 0.55..0.65: under learn's 0.7, so all are stored,
-    # over consolidation's 0.5, so end_session merges them.
+    # One lesson in three wordings that differ only in filler (word Jaccard 0.55..0.65). learn calls each
+    # repeat a duplicate (see the next test); with its check off, all are stored and end_session merges them.
+    memory.settings = memory.settings.replace(dedup_jaccard=1.5, dedup_cosine=1.5)
     texts = [
         "the cup slipped when the gripper closed too fast on the wet handle",
         "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
@@ -220,6 +221,25 @@ def test_learn_joins_the_open_session_and_end_session_consolidates(memory: Robot
     assert memory.get_session(session)["outcome_score"] == 0.25
     with pytest.raises(ConflictError):
         memory.end_session(session)
+
+
+def test_a_repeat_that_differs_only_in_filler_is_a_duplicate(memory: RobotMemory) -> None:
+    """However much filler a repeat adds (word Jaccard 0.55 here, or 0.67 for "the" in a short lesson),
+    it is the same experience; a negator or another content word is not."""
+    for number, (first, repeat) in enumerate((
+        ("the cup slipped when the gripper closed too fast on the wet handle",
+         "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course"),
+        ("Grip mug", "Grip the mug"),
+        ("Close gripper slowly", "Close a gripper slowly"),
+        ("Grip the mug with 12 N force", "Grip the mug with 12 N of force"),
+    )):  # fmt: skip
+        collection = f"pair{number}"
+        stored = memory.learn(first, collection=collection)
+        again = memory.learn(repeat, collection=collection)
+        assert again["status"] == "duplicate" and again["existing_id"] == stored["memory_id"], (first, repeat)
+        assert memory.learn(f"never {repeat}", collection=collection)["status"] == "created"
+    assert memory.learn("Grip the top of the box", collection="of")["status"] == "created"
+    assert memory.learn("Grip the top box", collection="of")["status"] == "created"
 
 
 def test_end_session_related_memories_exclude_the_current_session(memory: RobotMemory) -> None:

@@ -21,6 +21,9 @@ REPEAT = (
     "The padded gripper held the wet glass bottle firmly",
     "Basically, the padded gripper really held the wet glass bottle firmly, as expected",
 )
+# learn calls the second a duplicate of the first; with its Jaccard check off (above 1) both are stored,
+# so end_session has a repeat to merge.
+LEARN_KEEPS_REPEATS = {"dedup_jaccard": 1.5}
 
 
 def status(memory: RobotMemory, memory_id: int) -> str:
@@ -35,6 +38,7 @@ def test_most_opposites_can_be_merged_at_all() -> None:
 def test_end_session_never_supersedes_one_of_a_contradicting_pair(
     memory: RobotMemory, lesson: str, opposite: str
 ) -> None:
+    memory.settings = memory.settings.replace(**LEARN_KEEPS_REPEATS)
     session = memory.start_session()["session_id"]
     first = memory.learn(lesson, session_id=session)
     second = memory.learn(opposite, session_id=session)
@@ -74,6 +78,7 @@ def test_consolidation_keeps_the_repeat_recalled_most_even_right_after_the_recal
 ) -> None:
     # Equal confidence, so access counts decide; they are queued by recall and written in the
     # background, and end_session must not depend on whether that write has run yet.
+    memory.settings = memory.settings.replace(**LEARN_KEEPS_REPEATS)
     session = memory.start_session()["session_id"]
     older, newer = (memory.learn(text, session_id=session)["memory_id"] for text in REPEAT)
     memory.learn("Lidar misses the glass wall of corridor B at night", session_id=session)  # 3 needed
@@ -90,6 +95,7 @@ def test_consolidation_keeps_the_repeat_recalled_most_even_right_after_the_recal
 
 @pytest.mark.slow
 def test_with_the_bundled_model_no_opposite_is_merged_and_the_repeat_is(real_memory: RobotMemory) -> None:
+    real_memory.settings = real_memory.settings.replace(**LEARN_KEEPS_REPEATS)
     for number, (lesson, opposite) in enumerate(MERGEABLE):
         collection = f"pair-{number}"
         session = real_memory.start_session(collection=collection)["session_id"]

@@ -183,6 +183,7 @@ def test_consolidation_lineage_and_sessions_travel(
     robots: tuple[RobotMemory, RobotMemory, Any], clock: FakeClock
 ) -> None:
     a, b, fleet = robots
+    a.settings = a.settings.replace(dedup_jaccard=1.5)  # each wording stored: end_session merges them
     episode = a.start_session(context={"task": "grasp"})
     for text in (
         "the cup slipped when the gripper closed too fast on the wet handle",

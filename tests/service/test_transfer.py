@@ -33,7 +33,10 @@ def fill(mem: RobotMemory) -> dict[str, Any]:
         "grip_force=12.5N works best because the sensor was calibrated",
         "never exceed 20 N on glass",
     ]
+    usual = mem.settings
+    mem.settings = usual.replace(dedup_jaccard=1.5)  # each wording stored: end_session merges them
     ids = [mem.learn(t, context={"task": {"name": "grasp", "success": True}})["memory_id"] for t in texts]
+    mem.settings = usual
     perception = mem.save_perception(
         "camera frame of the red cube before the grasp",
         perception_type="visual",

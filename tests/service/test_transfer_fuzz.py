@@ -50,7 +50,9 @@ def source_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An export with sessions, an outcome, lineage, a forgotten memory, a perception and vectors."""
     directory = tmp_path_factory.mktemp("fuzz-source")
     with RobotMemory(
-        directory / "source.db", settings=Settings(home=directory), embedder=HashingEmbedder(dim=8)
+        directory / "source.db",
+        settings=Settings(home=directory, dedup_jaccard=1.5),  # each wording stored: end_session merges them
+        embedder=HashingEmbedder(dim=8),
     ) as mem:
         session = mem.start_session(context={"robot": {"id": "arm-01"}})["session_id"]
         ids = [

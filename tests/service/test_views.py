@@ -177,7 +177,7 @@ def test_episodes_carry_robot_task_outcome_and_duration(memory: RobotMemory, clo
         memory, {"robot_id": "arm-02", "task": {"name": "grasp"}}, [False, False, True], None, clock
     )
     unscored_good = episode(memory, {"task": {"name": "push"}}, [True, False], None, clock)
-    unknown = episode(memory, {"robot": {"id": 7}}, [], None, clock)
+    unknown = episode(memory, {"robot": {"id": "7"}}, [], None, clock)
     rows = {s["session_id"]: s for s in memory.list_sessions()["sessions"]}
     assert rows[scored_high]["robot"] == "arm-01" and rows[scored_high]["task"] == "push"
     assert rows[scored_high]["outcome"] == "success" and rows[scored_high]["success_rate"] == 0.8

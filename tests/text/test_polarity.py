@@ -36,6 +36,7 @@ WHOLE_CLAUSES = phrases(filler.FILLER_CLAUSES_EN, filler.FILLER_CLAUSES_ZH)
 # Every word any filler list holds: generated vocabularies avoid them.
 LISTED = (
     wording.FILLER_WORDS
+    | wording.QUANTITY_LINKS
     | wording.OPENERS
     | wording.COMMA_OPENERS
     | {word for phrase in ANYWHERE + WHOLE_CLAUSES for word in phrase}
@@ -93,6 +94,9 @@ def test_wordings_of_one_lesson_are_one_experience(first: str, second: str) -> N
         ("好，夹爪打开后抓取", "夹爪打开后抓取"),
         ("我觉得夹爪打开后抓取了", "夹爪打开后抓取"),
         ("抓取玻璃杯前先打开夹爪", "抓取玻璃杯前，先打开夹爪！"),  # the comma moves a word boundary
+        ("Grip the mug with 12 N of force", "Grip the mug with 12 N force"),  # "of" after a quantity
+        ("Keep 5 cm of clearance", "Keep 5 cm clearance"),
+        ("3 of 4 grasps failed", "3 4 grasps failed"),
     ],
 )
 def test_filler_case_and_punctuation_change_nothing(first: str, second: str) -> None:
@@ -104,6 +108,8 @@ def test_filler_case_and_punctuation_change_nothing(first: str, second: str) -> 
     ("first", "second"),
     [
         ("Right: keep 30 cm clearance", "Keep 30 cm clearance"),  # a heading, not a filler
+        ("Grip the top of the box", "Grip the top box"),  # "of" away from a quantity decides
+        ("3 of 4 grasps failed", "3 to 4 grasps failed"),
         ("Turn right, then stop", "Turn, then stop"),
         ("Now the gripper opens", "The gripper opens"),
         ("Move the arm before the tray, most importantly", "Move the arm the tray"),

@@ -49,10 +49,10 @@ class OllamaEmbedder(RemoteEmbedder):
     def _what(self) -> str:
         return f"Ollama at {self._base_url}"
 
-    def _check_ready(self) -> None:
+    def _check_ready(self, deadline: float) -> None:
         if self._model_checked:
             return
-        response = self._send("GET", f"{self._base_url}/api/tags", self._what())
+        response = self._send("GET", f"{self._base_url}/api/tags", self._what(), deadline)
         if response.status_code != 200:
             raise EmbeddingError(
                 f"{self._what()}: GET /api/tags failed with HTTP {response.status_code}: "
@@ -71,9 +71,13 @@ class OllamaEmbedder(RemoteEmbedder):
             )
         self._model_checked = True
 
-    def _post_batch(self, texts: list[str]) -> Any:
+    def _post_batch(self, texts: list[str], deadline: float) -> Any:
         response = self._send(
-            "POST", f"{self._base_url}/api/embed", self._what(), json={"model": self._model, "input": texts}
+            "POST",
+            f"{self._base_url}/api/embed",
+            self._what(),
+            deadline,
+            json={"model": self._model, "input": texts},
         )
         if response.status_code == 404:
             detail = body_excerpt(response)

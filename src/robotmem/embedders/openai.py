@@ -37,7 +37,8 @@ class OpenAIEmbedder(RemoteEmbedder):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._api_key = api_key.strip()
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        usable = self._api_key and self._api_key.isascii()
+        headers = {"Authorization": f"Bearer {self._api_key}"} if usable else {}
         super().__init__(
             base_url=base_url or DEFAULT_OPENAI_BASE_URL,
             model=model or DEFAULT_OPENAI_MODEL,
@@ -54,13 +55,16 @@ class OpenAIEmbedder(RemoteEmbedder):
     def _config_error(self) -> str | None:
         if not self._api_key:
             return "no API key; set ROBOTMEM_OPENAI_API_KEY (or openai_api_key in config.toml)"
+        if not self._api_key.isascii():
+            return "the API key holds characters other than ASCII, which an HTTP header cannot carry"
         return None
 
-    def _post_batch(self, texts: list[str]) -> Any:
+    def _post_batch(self, texts: list[str], deadline: float) -> Any:
         response = self._send(
             "POST",
             f"{self._base_url}/embeddings",
             self._what(),
+            deadline,
             json={"model": self._model, "input": texts, "encoding_format": "float"},
         )
         if response.status_code in (401, 403):

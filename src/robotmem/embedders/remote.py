@@ -2,6 +2,8 @@
 
 A subclass sends one batch with ``_post_batch`` and parses the answer into a list of rows; this base
 validates the rows, L2-normalises them, learns the dimension and counts failures in a ``Cooldown``.
+``embed_timeout_s`` is a deadline: each batch (with the readiness check before the first) gets its
+whole answer within it, however slowly the server sends (``deadline.DeadlineClient``).
 Models that expect task prefixes (nomic-embed-text, e5, mxbai) get them, chosen by ``is_query``.
 While the cooldown runs, ``available`` is False and ``embed_*`` raise ``EmbeddingError`` without
 touching the network; the first call after it tries again, and a success makes the embedder
@@ -23,6 +25,7 @@ import numpy.typing as npt
 
 from robotmem.embedders.base import Vector, normalize_rows
 from robotmem.embedders.cooldown import Cooldown
+from robotmem.embedders.deadline import DeadlineClient
 from robotmem.embedders.prefixes import add_prefix
 from robotmem.errors import EmbeddingError, ValidationError
 
@@ -32,7 +35,9 @@ _BODY_EXCERPT_CHARS = 200
 
 
 def make_timeout(timeout_s: float) -> httpx.Timeout:
-    """Return an httpx timeout: ``timeout_s`` for reading, writing and the pool, at most 5 s to connect.
+    """Return an httpx timeout: ``timeout_s`` for each read, write and the pool, at most 5 s to connect.
+
+    These bound single network operations; the whole request is bounded by ``DeadlineClient``.
 
     Raises ``ValidationError`` (naming ``embed_timeout_s``) when ``timeout_s`` is not a positive number.
     """
@@ -133,7 +138,7 @@ class RemoteEmbedder:
         self._cooldown = Cooldown(clock=clock)
         self._base_url = base_url.rstrip("/")
         # Proxy variables are for the outside world; a proxy cannot reach this machine's loopback.
-        self._client = httpx.Client(
+        self._client = DeadlineClient(
             timeout=make_timeout(timeout_s), headers=headers or {}, trust_env=not is_loopback(self._base_url)
         )
         self._lock = threading.Lock()
@@ -207,16 +212,18 @@ class RemoteEmbedder:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         try:
-            self._check_ready()
             # A lone surrogate (e.g. from a badly decoded argument) cannot be sent as UTF-8 JSON.
             prefixed = [
                 text.encode("utf-8", "replace").decode("utf-8")
                 for text in add_prefix(texts, self._model, is_query=is_query)
             ]
-            parts = [
-                self._embed_chunk(prefixed[start : start + self._batch_size])
-                for start in range(0, len(prefixed), self._batch_size)
-            ]
+            # The readiness check shares the first batch's time limit.
+            deadline = time.monotonic() + self._timeout_s
+            self._check_ready(deadline)
+            parts = []
+            for start in range(0, len(prefixed), self._batch_size):
+                parts.append(self._embed_chunk(prefixed[start : start + self._batch_size], deadline))
+                deadline = time.monotonic() + self._timeout_s
         except EmbeddingError as exc:
             self._cooldown.record_failure(exc.message)
             raise
@@ -238,17 +245,18 @@ class RemoteEmbedder:
         """A configuration problem no retry can fix (e.g. a missing key), or None."""
         return None
 
-    def _check_ready(self) -> None:
-        """Check once, before the first batch, that the server can serve the model."""
+    def _check_ready(self, deadline: float) -> None:
+        """Check once, before the first batch, that the server can serve the model, by ``deadline``."""
 
-    def _post_batch(self, texts: list[str]) -> Any:
-        """Send one batch; return the list of vectors from the answer (still unchecked)."""
+    def _post_batch(self, texts: list[str], deadline: float) -> Any:
+        """Send one batch; return the list of vectors from the answer (still unchecked), by ``deadline``."""
         raise NotImplementedError
 
-    def _send(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
-        """Send one request; map network errors and timeouts to ``EmbeddingError``."""
+    def _send(self, method: str, url: str, what: str, deadline: float, **kwargs: Any) -> httpx.Response:
+        """Send one request answered in full by ``deadline`` (``time.monotonic()``); map network errors
+        and timeouts to ``EmbeddingError``."""
         try:
-            return self._client.request(method, url, **kwargs)
+            return self._client.request(method, url, within_s=deadline - time.monotonic(), **kwargs)
         except httpx.TimeoutException:
             raise EmbeddingError(f"{what} did not answer within {self._timeout_s:g} s") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -260,9 +268,9 @@ class RemoteEmbedder:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _embed_chunk(self, texts: list[str]) -> npt.NDArray[np.float32]:
+    def _embed_chunk(self, texts: list[str], deadline: float) -> npt.NDArray[np.float32]:
         what = f"{self.model_id} at {self._location()}"
-        matrix = rows_to_matrix(self._post_batch(texts), len(texts), what)
+        matrix = rows_to_matrix(self._post_batch(texts, deadline), len(texts), what)
         width = matrix.shape[1]
         with self._lock:
             if self._dim == 0:

@@ -5,7 +5,8 @@ llama.cpp's ``llama-server --reranking``, vLLM, LocalAI and Jina-style services 
 ``{"results": [{"index": i, "relevance_score": s}, ...]}``. Recall sends the query and the texts of its
 best candidates and orders them by those scores (``service/recall/rerank.py``). Failures count in a
 ``Cooldown`` like the HTTP embedders': while it runs, ``available`` is False and recall keeps its own
-order without touching the network. Ollama serves no rerank endpoint, so it cannot be a reranker
+order without touching the network. ``rerank_timeout_s`` bounds the whole request, however slowly
+the server answers (``deadline.DeadlineClient``). Ollama serves no rerank endpoint, so it cannot be a reranker
 (docs/embedders.md, "Reranking").
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 import httpx
 
 from robotmem.embedders.cooldown import Cooldown
+from robotmem.embedders.deadline import DeadlineClient
 from robotmem.embedders.remote import body_excerpt, decode_json
 from robotmem.errors import EmbeddingError, ValidationError
 
@@ -38,11 +40,16 @@ class HttpReranker:
             raise ValidationError(f"rerank_url must start with http:// or https://, got {url!r}")
         if not timeout_s > 0 or math.isinf(timeout_s):
             raise ValidationError(f"rerank_timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        if not api_key.isascii():
+            raise ValidationError(
+                "rerank_api_key: holds characters other than ASCII, which an HTTP header cannot carry"
+            )
         self.url = url.rstrip("/") + "/rerank"
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)), headers=headers
+        self._timeout_s = timeout_s
+        self._client = DeadlineClient(
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0)), headers=headers, trust_env=True
         )
         self.cooldown = cooldown or Cooldown()
 
@@ -77,8 +84,12 @@ class HttpReranker:
         if self.model:
             body["model"] = self.model
         try:
-            response = self._client.post(self.url, json=body)
-        except httpx.HTTPError as exc:
+            response = self._client.request("POST", self.url, within_s=self._timeout_s, json=body)
+        except httpx.TimeoutException:
+            raise EmbeddingError(
+                f"reranker at {self.url} did not answer within {self._timeout_s:g} s"
+            ) from None
+        except (httpx.HTTPError, RuntimeError) as exc:
             raise EmbeddingError(f"reranker at {self.url} failed: {type(exc).__name__}: {exc}") from None
         if response.status_code >= 400:
             raise EmbeddingError(

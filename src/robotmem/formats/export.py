@@ -30,7 +30,7 @@ from robotmem.formats.validation import (
     parse_text,
     parse_timestamp,
 )
-from robotmem.query.vectors import FloatArray
+from robotmem.query.vectors import FloatArray, unit_vector
 from robotmem.text.classify import CATEGORIES
 from robotmem.text.tokens import content_hash
 
@@ -405,7 +405,7 @@ def parse_memory(record: JsonDict, line: int, path: Path, dim: int | None, setti
                 parse_payload("perception.data", payload.get("data"), settings.max_data_bytes)[1],
                 parse_payload("perception.metadata", payload.get("metadata"), settings.max_metadata_bytes)[1],
             )
-        vector = _vector(record.get("vector"), dim)
+        vector = record_vector(record.get("vector"), dim)
     except ValidationError as exc:
         raise _fail(path, line, exc.message) from None
     return MemoryLine(
@@ -440,21 +440,28 @@ def _tags(raw: Any) -> list[tuple[str, str]]:
     return tags
 
 
-def _vector(raw: Any, dim: int | None) -> FloatArray | None:
+def record_vector(raw: Any, dim: int | None) -> FloatArray | None:
+    """Return the vector of a record through the vector rule (``vectors.unit_vector``), or None without one.
+
+    ``raw`` is base64 text of little-endian float32 values (an export file) or those bytes (a store, in
+    sync); ``dim`` is the model's dimension (None: vectors are not taken). The vector is scaled to unit
+    length; raises ``ValidationError`` naming ``vector`` when it is not ``dim`` finite numbers or is all
+    zeros.
+    """
     if raw is None or dim is None:
         return None
-    if not isinstance(raw, str):
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        blob = bytes(raw)
+    elif isinstance(raw, str):
+        try:
+            blob = base64.b64decode(raw, validate=True)
+        except ValueError:
+            raise ValidationError("vector: must be base64 of little-endian float32 values") from None
+    else:
         raise ValidationError("vector: must be base64 of little-endian float32 values")
-    try:
-        blob = base64.b64decode(raw, validate=True)
-    except ValueError:
-        raise ValidationError("vector: must be base64 of little-endian float32 values") from None
-    if len(blob) != 4 * dim:
-        raise ValidationError(f"vector: has {len(blob) / 4:g} dimensions; the header says {dim}")
-    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
-    if not np.all(np.isfinite(vector)):
-        raise ValidationError("vector: contains NaN or infinite values")
-    return vector
+    if len(blob) % 4:
+        raise ValidationError("vector: must be base64 of little-endian float32 values")
+    return unit_vector(np.frombuffer(blob, dtype="<f4"), dim, "vector")
 
 
 def read_records(

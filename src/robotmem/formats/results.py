@@ -544,6 +544,8 @@ class RepairActions(TypedDict):
     context_values_indexed: int
     columns_rewritten: int
     superseded_restored: int
+    vectors_renormalised: int  # stored vectors scaled back to unit length (the vector rule)
+    vectors_dropped: int  # stored vectors that could not be: dropped for backfill
 
 
 class RepairResult(TypedDict):

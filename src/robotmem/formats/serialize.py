@@ -676,6 +676,8 @@ def repair_actions(actions: Mapping[str, Any]) -> RepairActions:
         "context_values_indexed": int(actions["context_values_indexed"]),
         "columns_rewritten": int(actions["columns_rewritten"]),
         "superseded_restored": int(actions["superseded_restored"]),
+        "vectors_renormalised": int(actions["vectors_renormalised"]),
+        "vectors_dropped": int(actions["vectors_dropped"]),
     }
 
 

@@ -21,6 +21,7 @@ Nothing here reads a bag, so the map is checked before the bag is opened.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,14 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on Python 3.10
     import tomli as tomllib
+
+
+MAX_SECONDS = 9.2e9  # a bag's clock counts nanoseconds in 64 bits: about 292 years
+MAX_MAP_BYTES = 1024 * 1024
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 @dataclass(frozen=True)
@@ -96,39 +105,42 @@ def map_from_dict(raw: Mapping[str, Any]) -> tuple[BagMap, Boundaries]:
     Keys: ``poses`` (name → topic, or ``{topic, field}``), ``layout`` (pose names), ``joints``
     (a topic, or ``{topic, samples}``), ``outcome`` (a topic, or ``{topic, field}``), ``robot``,
     ``task`` and ``episodes`` (``windows``, or ``marker`` with ``field`` / ``start`` / ``end``, or
-    ``gap_topic`` with ``gap_s``).
+    ``gap_topic`` with ``gap_s``). Every value is checked for its kind and range, naming its key.
     """
     known = {"poses", "layout", "joints", "outcome", "robot", "task", "episodes"}
     if unknown := sorted(set(raw) - known):
         raise ValidationError(f"map: unknown key {unknown[0]!r}; expected {', '.join(sorted(known))}")
     poses = []
-    for name, spec in dict(raw.get("poses", {})).items():
+    for name, spec in _table(raw.get("poses", {}), "map.poses").items():
         if isinstance(spec, str):
             poses.append(PoseTopic(str(name), spec))
         elif isinstance(spec, Mapping) and isinstance(spec.get("topic"), str):
-            poses.append(PoseTopic(str(name), spec["topic"], spec.get("field")))
+            where = _optional_text(spec.get("field"), f"map.poses.{name}.field")
+            poses.append(PoseTopic(str(name), spec["topic"], where))
         else:
-            raise ValidationError(f"map.poses.{name}: expected a topic or {{topic, field}}, got {spec!r}")
+            raise ValidationError(
+                f"map.poses.{name}: expected a topic or {{topic, field}}, got {_shown(spec)}"
+            )
     joints, samples = _topic_and(raw.get("joints"), "samples", 10, "joints")
     outcome, outcome_field = _topic_and(raw.get("outcome"), "field", "data", "outcome")
-    for section in ("robot", "task"):
-        if not isinstance(raw.get(section, {}), Mapping):
-            raise ValidationError(f"map.{section}: expected a table of constant values")
     layout = raw.get("layout")
+    if layout is not None and not (isinstance(layout, list) and all(isinstance(x, str) for x in layout)):
+        raise ValidationError(f"map.layout: expected a list of pose names, got {_shown(layout)}")
     bag_map = BagMap(
         poses=tuple(poses),
-        layout=None if layout is None else tuple(str(x) for x in layout),
+        layout=None if layout is None else tuple(layout),
         joints=joints,
-        joint_samples=int(samples),
+        joint_samples=samples,
         outcome=outcome,
-        outcome_field=str(outcome_field),
-        robot=dict(raw.get("robot", {})),
-        task=dict(raw.get("task", {})),
+        outcome_field=_text(outcome_field, "map.outcome.field"),
+        robot=_table(raw.get("robot", {}), "map.robot"),
+        task=_table(raw.get("task", {}), "map.task"),
     )
     if bag_map.layout and (missing := [n for n in bag_map.layout if n not in {p.name for p in poses}]):
         raise ValidationError(f"map.layout: {missing[0]!r} is not a pose name")
-    check_context_keys_of(bag_map)
-    return bag_map, boundaries_from_dict(dict(raw.get("episodes", {})))
+    boundaries = boundaries_from_dict(_table(raw.get("episodes", {}), "map.episodes"))
+    check_plan(bag_map, boundaries)
+    return bag_map, boundaries
 
 
 def check_context_keys_of(bag_map: BagMap) -> None:
@@ -155,40 +167,112 @@ def boundaries_from_dict(raw: Mapping[str, Any]) -> Boundaries:
         raise ValidationError(
             f"map.episodes: unknown key {unknown[0]!r}; expected {', '.join(sorted(known))}"
         )
-    try:
-        windows = tuple((float(a), float(b)) for a, b in raw.get("windows", ()))
-    except (TypeError, ValueError):
-        raise ValidationError("map.episodes.windows: expected a list of [start, end] seconds") from None
+    windows = raw.get("windows", [])
+    if not isinstance(windows, list) or not all(
+        isinstance(w, list) and len(w) == 2 and all(_is_number(x) for x in w) for w in windows
+    ):
+        raise ValidationError(
+            f"map.episodes.windows: expected a list of [start, end] seconds, got {_shown(windows)}"
+        )
     end = raw.get("end", "end")
+    gap_s = raw.get("gap_s", 1.0)
+    if not _is_number(gap_s):
+        raise ValidationError(f"map.episodes.gap_s: expected a number of seconds, got {_shown(gap_s)}")
     return Boundaries(
-        windows=windows,
-        marker=raw.get("marker"),
-        marker_field=str(raw.get("field", "data")),
-        start_value=str(raw.get("start", "start")),
-        end_value=None if end is None or end is False else str(end),
-        gap_topic=raw.get("gap_topic"),
-        gap_s=float(raw.get("gap_s", 1.0)),
+        windows=tuple((float(a), float(b)) for a, b in windows),
+        marker=_optional_text(raw.get("marker"), "map.episodes.marker"),
+        marker_field=_text(raw.get("field", "data"), "map.episodes.field"),
+        start_value=_text(raw.get("start", "start"), "map.episodes.start"),
+        end_value=None if end is None or end is False else _text(end, "map.episodes.end"),
+        gap_topic=_optional_text(raw.get("gap_topic"), "map.episodes.gap_topic"),
+        gap_s=float(gap_s),
     )
+
+
+def check_plan(bag_map: BagMap, boundaries: Boundaries) -> None:
+    """Raise ``ValidationError`` for a value of the map or the boundaries no bag can satisfy.
+
+    Topics, fields and marker values are non-empty text, ``joint_samples`` is 1..1000, windows are
+    finite ``0 <= start < end`` seconds and ``gap_s`` a finite number of seconds above 0, each at most
+    ``MAX_SECONDS`` (the span of a bag's nanosecond clock); context keys follow the filter rule.
+    """
+    for pose in bag_map.poses:
+        _text(pose.topic, f"poses.{pose.name}.topic")
+        _optional_text(pose.field, f"poses.{pose.name}.field")
+    _optional_text(bag_map.joints, "joints.topic")
+    _optional_text(bag_map.outcome, "outcome.topic")
+    _text(bag_map.outcome_field, "outcome.field")
+    samples = bag_map.joint_samples
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 1000:
+        raise ValidationError(f"joints.samples: expected 1..1000, got {_shown(samples)}")
+    for i, window in enumerate(boundaries.windows):
+        a, b = window
+        if not (_is_number(a) and _is_number(b) and 0 <= a < b <= MAX_SECONDS):
+            raise ValidationError(
+                f"episodes.windows[{i}]: expected 0 <= start < end <= {MAX_SECONDS:g} seconds, got [{a}, {b}]"
+            )
+    gap = boundaries.gap_s
+    if not (_is_number(gap) and 0 < gap <= MAX_SECONDS):
+        raise ValidationError(
+            f"episodes.gap_s: expected a number of seconds in (0, {MAX_SECONDS:g}], got {gap}"
+        )
+    _optional_text(boundaries.marker, "episodes.marker")
+    _optional_text(boundaries.gap_topic, "episodes.gap_topic")
+    _text(boundaries.marker_field, "episodes.field")
+    _text(boundaries.start_value, "episodes.start")
+    _optional_text(boundaries.end_value, "episodes.end")
+    check_context_keys_of(bag_map)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{where}: expected non-empty text, got {_shown(value)}")
+    return value
+
+
+def _optional_text(value: Any, where: str) -> str | None:
+    return None if value is None else _text(value, where)
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{where}: expected a table, got {_shown(value)}")
+    return dict(value)
 
 
 def _topic_and(spec: Any, key: str, default: Any, where: str) -> tuple[str | None, Any]:
     if spec is None or isinstance(spec, str):
-        return spec, default
+        return _optional_text(spec, f"map.{where}"), default
     if isinstance(spec, Mapping) and isinstance(spec.get("topic"), str):
-        return spec["topic"], spec.get(key, default)
-    raise ValidationError(f"map.{where}: expected a topic or {{topic, {key}}}, got {spec!r}")
+        return _text(spec["topic"], f"map.{where}.topic"), spec.get(key, default)
+    raise ValidationError(f"map.{where}: expected a topic or {{topic, {key}}}, got {_shown(spec)}")
 
 
 def load_map(path: str | Path) -> tuple[BagMap, Boundaries]:
     """Read a TOML (``.toml``) or JSON map file; raises ``ValidationError`` naming the file."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         raise ValidationError(f"map: cannot read {file}: {exc.strerror}") from exc
+    if len(data) > MAX_MAP_BYTES:
+        raise ValidationError(f"map: {file} holds {len(data)} bytes; a map file is at most {MAX_MAP_BYTES}")
     try:
-        raw = tomllib.loads(text) if file.suffix == ".toml" else json.loads(text)
-    except ValueError as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"map: {file} is not UTF-8 text (byte {exc.start})") from None
+    try:
+        raw = tomllib.loads(text) if file.suffix == ".toml" else json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
         raise ValidationError(
             f"map: {file} is not valid {'TOML' if file.suffix == '.toml' else 'JSON'}: {exc}"
         ) from exc

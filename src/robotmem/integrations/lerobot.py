@@ -39,19 +39,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from robotmem.errors import ValidationError
+from robotmem.formats.validation import parse_json_object
 from robotmem.integrations.episodes import outcome_word, to_json_value
+from robotmem.integrations.lerobot_files import (
+    episode_files,
+    index_column,
+    number_column,
+    read_info,
+    read_table,
+)
 from robotmem.service.recall import context_values
-
-try:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "robotmem.integrations.lerobot needs the extra: pip install 'robotmem[lerobot]'"
-    ) from exc
 
 Progress = Callable[[str, int, int], None]
 SUCCESS_COLUMNS = ("next.success", "success", "is_success")
@@ -76,56 +75,6 @@ class LeRobotEpisode:
     content: str = ""  # digest of the episode's task, length and frames (see ``read_episodes``)
 
 
-def read_info(root: Path) -> dict[str, Any]:
-    """Return ``meta/info.json``; raises ``ValidationError`` for a missing file or another layout version."""
-    info_path = root / "meta" / "info.json"
-    if not info_path.exists():
-        raise ValidationError(f"dataset: {root} has no meta/info.json; expected a LeRobot dataset directory")
-    info: dict[str, Any] = json.loads(info_path.read_text(encoding="utf-8"))
-    version = str(info.get("codebase_version", ""))
-    if not version.startswith(("v3.", "v2.")):
-        raise ValidationError(
-            f"dataset: {root} is LeRobot {version or 'of unknown version'}; robotmem reads v3.x and v2.x"
-        )
-    return info
-
-
-def _episode_files(root: Path, version: str) -> tuple[dict[str, list[Any]], list[Path]]:
-    """Return the per-episode metadata columns and the frame files of either layout."""
-    if version.startswith("v2."):
-        # v2.x: meta/episodes.jsonl, one parquet file per episode under data/chunk-*/
-        lines = (root / "meta" / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines if line.strip()]
-        meta = {k: [r.get(k) for r in rows] for k in ("episode_index", "tasks", "length")}
-        return meta, sorted((root / "data").glob("chunk-*/episode_*.parquet"))
-    files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
-    meta = _table(files, ["episode_index", "tasks", "length"]).to_pydict() if files else {}
-    return meta, sorted((root / "data").glob("chunk-*/file-*.parquet"))
-
-
-def _table(files: Sequence[Path], columns: Sequence[str], progress: Progress | None = None) -> pa.Table:
-    """Return the named columns (those present) of every file, concatenated; ``progress`` hears each file
-    as the ``reading`` stage."""
-    tables = []
-    for file in files:
-        present = set(pq.read_schema(file).names)
-        tables.append(pq.read_table(file, columns=[c for c in columns if c in present]))
-        if progress is not None:
-            progress("reading", 1, len(files))
-    return pa.concat_tables(tables, promote_options="default")
-
-
-def _matrix(column: pa.ChunkedArray) -> npt.NDArray[np.float64]:
-    """Return a column of numbers or of fixed-size number lists as a 2-d float array, one row per frame."""
-    array = column.combine_chunks()
-    if pa.types.is_fixed_size_list(array.type):
-        width = array.type.list_size
-        return np.asarray(array.flatten().to_numpy(zero_copy_only=False), dtype=np.float64).reshape(-1, width)
-    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
-        return np.asarray(array.to_pylist(), dtype=np.float64).reshape(len(array), -1)
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(-1, 1)
-
-
 def read_episodes(
     path: str | Path,
     state_key: str = "observation.state",
@@ -141,7 +90,7 @@ def read_episodes(
     root = Path(path).expanduser()
     info = read_info(root)
     try:
-        meta, data_files = _episode_files(root, str(info["codebase_version"]))
+        meta, data_files = episode_files(root, info["codebase_version"])
     except (OSError, ValueError) as exc:
         raise ValidationError(f"dataset: {root}: cannot read the episode metadata: {exc}") from exc
     if not meta.get("episode_index") or not data_files:
@@ -152,13 +101,13 @@ def read_episodes(
     state_col = state_key if state_key in features else None
     extra = [c for c in DIGEST_COLUMNS if c in features and c != state_col]
     read = [c for c in (state_col, success_col, reward_col) if c]
-    frames = _table(data_files, ["episode_index", "index", *read, *extra], progress)
-    episode_of = frames["episode_index"].to_numpy()
-    order = np.lexsort((frames["index"].to_numpy(), episode_of))
+    frames = read_table(data_files, ["episode_index", "index", *read, *extra], progress)
+    episode_of, frame_of = (index_column(frames, name, root) for name in ("episode_index", "index"))
+    order = np.lexsort((frame_of, episode_of))
     by_episode = episode_of[order]
     if missing := [c for c in read if c not in frames.column_names]:
         raise ValidationError(f"dataset: meta/info.json lists {missing[0]!r} but the data/ files lack it")
-    columns = {c: _matrix(frames[c])[order] for c in [*read, *extra] if c in frames.column_names}
+    columns = {c: number_column(frames, c, root)[order] for c in [*read, *extra] if c in frames.column_names}
     state = columns.get(state_col) if state_col else None
     success = np.asarray(columns[success_col].any(axis=1)) if success_col else None
     reward = columns[reward_col].sum(axis=1) if reward_col else None
@@ -169,7 +118,7 @@ def read_episodes(
         lo, hi = np.searchsorted(by_episode, index, "left"), np.searchsorted(by_episode, index, "right")
         if lo == hi:
             raise ValidationError(f"dataset: episode {index} has no frames in data/")
-        tasks = tuple(meta["tasks"][i] or ())
+        tasks = tuple((meta.get("tasks") or [None] * (i + 1))[i] or ())
         content = hashlib.sha256(json.dumps([list(tasks), int(meta["length"][i])]).encode())
         for name in sorted(columns):
             content.update(name.encode() + b"\0")
@@ -302,11 +251,18 @@ def import_lerobot(
         "warnings": warnings,
         "memory_ids": [],
     }
+    # Every episode's context is built and checked before the first is written.
+    max_bytes = memory.settings.max_context_bytes
+    contexts = {
+        key: parse_json_object("context", episode_context(episode, info, root, key, success_from), max_bytes)
+        for episode, key in zip(episodes, keys, strict=True)
+        if key not in done
+    }
     for episode, key in zip(episodes, keys, strict=True):
         if key in done:
             result["skipped"] += 1
         else:
-            context = episode_context(episode, info, root, key, success_from)
+            context = contexts[key]
             learned = memory.learn(describe(episode), context=context, collection=collection)
             result["memory_ids"].append(learned.get("memory_id", learned.get("existing_id")))
             result["imported"] += 1

@@ -36,12 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from robotmem.errors import ValidationError
+from robotmem.errors import RobotMemError, ValidationError
+from robotmem.formats.validation import parse_json_object
 from robotmem.integrations.bag_map import (
     BagMap,
     Boundaries,
     PoseTopic,
-    check_context_keys_of,
+    check_plan,
     load_map,
     map_from_dict,
 )
@@ -153,8 +154,11 @@ def storage_of(path: Path) -> str:
             raise ValidationError(
                 f"bag: {path} is a directory without metadata.yaml; expected a rosbag2 directory"
             )
-        text = meta.read_text(encoding="utf-8")
-        return "mcap" if "storage_identifier: mcap" in text else "sqlite3"
+        try:
+            text = meta.read_bytes()
+        except OSError as exc:
+            raise ValidationError(f"bag: cannot read {meta}: {exc.strerror}") from None
+        return "mcap" if b"storage_identifier: mcap" in text else "sqlite3"
     if path.suffix == ".bag":
         return "ros1"
     if path.suffix in (".mcap", ".db3"):
@@ -166,8 +170,8 @@ def open_bag(path: str | Path) -> AnyReader:
     """Return an opened reader of the bag at ``path``; raises ``ValidationError`` when it cannot be read."""
     bag = Path(path)
     storage_of(bag)
-    reader = AnyReader([bag], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
     try:
+        reader = AnyReader([bag], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
         reader.open()
     except Exception as exc:  # the reader's own errors name the broken part
         raise ValidationError(f"bag: {bag} cannot be read: {exc}") from exc
@@ -584,9 +588,7 @@ def import_bag(
     """
     bag = Path(path).resolve()
     storage = storage_of(bag)
-    if not 1 <= bag_map.joint_samples <= 1000:
-        raise ValidationError(f"joints.samples: expected 1..1000, got {bag_map.joint_samples}")
-    check_context_keys_of(bag_map)
+    check_plan(bag_map, boundaries)
     if not bag_map.topics() and boundaries.windows:
         raise ValidationError(
             "map: names no topic (poses, joints or outcome); an episode of a window would hold nothing"
@@ -603,6 +605,10 @@ def import_bag(
             check_windows_hold_messages(reader, slices, topics)
         reading.done()
         bag_start = reader.start_time
+    except RobotMemError:
+        raise
+    except Exception as exc:  # a damaged message or index: the reader's and deserialiser's own errors
+        raise ValidationError(f"bag: {bag} cannot be read: {type(exc).__name__}: {exc}") from exc
     finally:
         reader.close()
     keys = [episode_key(s.window, s.content.hexdigest()) for s in slices]
@@ -618,17 +624,23 @@ def import_bag(
         "memory_ids": [],
         "session_ids": [],
     }
-    # end_session's related memories are not read here: with related_top_k 0 it runs no recall.
     settings = memory.settings
+    # Every episode's context is built and checked before the first is written.
+    contexts: dict[str, dict[str, Any]] = {}
+    for s, key in zip(slices, keys, strict=True):
+        if key not in done and key not in contexts:
+            context = episode_context(
+                s, bag_map, bag=bag, storage=storage, bag_start_ns=bag_start, key=key, topics=topics
+            )
+            contexts[key] = parse_json_object("context", context, settings.max_context_bytes)
+    # end_session's related memories are not read here: with related_top_k 0 it runs no recall.
     memory.settings = settings.replace(related_top_k=0)
     try:
         for s, key in zip(slices, keys, strict=True):
             if key in done:
                 result["skipped"] += 1
             else:
-                context = episode_context(
-                    s, bag_map, bag=bag, storage=storage, bag_start_ns=bag_start, key=key, topics=topics
-                )
+                context = contexts[key]
                 memory_id, session_id = _store_episode(memory, s, bag_map, bag, context, collection)
                 done.add(key)  # a bag whose windows repeat one another stores the episode once
                 result["imported"] += 1

@@ -1,4 +1,4 @@
-"""Vector encoding and the exact in-process cosine index (pure: no SQLite, no model).
+"""The vector rule, vector encoding and the exact in-process cosine index (pure: no SQLite, no model).
 
 Vectors are stored in SQLite as little-endian float32 blobs; searching them is a matrix product over
 unit vectors held in memory. Exact search keeps filters exact (any subset can be ranked) and measured
@@ -16,6 +16,80 @@ import numpy.typing as npt
 from robotmem.errors import ValidationError
 
 FloatArray = npt.NDArray[np.float32]
+
+
+# The vector rule, applied by every door a vector enters through (the embedder's answers, import, sync,
+# backfill and re-embedding) and by ``check``/``repair`` to what is stored: a vector is ``dim`` finite
+# numbers, not all zero, and is stored at unit length. A finite non-zero vector of another length is
+# scaled to unit length (cosine ranks by direction; a length of 1e6 would make a dot product rank it
+# first for any query); one that cannot be scaled is refused.
+UNIT_TOLERANCE = 1e-3  # a stored vector whose length is off 1 by more than this breaks the rule
+MIN_NORM = 1e-12  # below this length a vector has no usable direction
+
+
+def vector_problem(vector: npt.ArrayLike, dim: int) -> str | None:
+    """Return why ``vector`` cannot be stored for a model of ``dim`` dimensions, or None when it can.
+
+    It can when it is one row of ``dim`` finite numbers that are not all zero (``unit_vector`` then
+    scales it to unit length).
+    """
+    array = np.asarray(vector)
+    if array.ndim != 1 or array.shape[0] != dim:
+        shape = "x".join(str(n) for n in array.shape) or "a scalar"
+        return f"has {array.shape[0] if array.ndim == 1 else shape} dimensions; the model has {dim}"
+    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        return "is not a vector of real numbers"
+    values = array.astype(np.float64)
+    if not np.all(np.isfinite(values)):
+        return "contains NaN or infinite values"
+    if float(np.linalg.norm(values)) < MIN_NORM:
+        return "is all zeros (no direction to compare)"
+    return None
+
+
+def unit_vector(vector: npt.ArrayLike, dim: int, field: str = "vector") -> FloatArray:
+    """Return ``vector`` as a new unit-length float32 array of ``dim`` numbers: the rule every door applies.
+
+    Raises ``ValidationError`` naming ``field`` for a vector that breaks ``vector_problem``.
+    """
+    problem = vector_problem(vector, dim)
+    if problem is not None:
+        raise ValidationError(f"{field}: {problem}")
+    values = np.asarray(vector, dtype=np.float64)
+    unit: FloatArray = (values / np.linalg.norm(values)).astype(np.float32)
+    return unit
+
+
+def unit_rows(matrix: npt.ArrayLike, dim: int, field: str = "vector") -> FloatArray:
+    """Return every row of ``matrix`` through ``unit_vector`` as a new ``(rows, dim)`` float32 matrix.
+
+    Raises ``ValidationError`` naming ``field`` and the row of the first vector that breaks the rule.
+    """
+    rows = np.asarray(matrix)
+    if rows.ndim != 2:
+        raise ValidationError(f"{field}: expected one vector per row, got an array of shape {rows.shape}")
+    out = np.empty((rows.shape[0], dim), dtype=np.float32)
+    for index, row in enumerate(rows):
+        out[index] = unit_vector(row, dim, f"{field}[{index}]")
+    return out
+
+
+def stored_vector_problem(blob: object, dim: int) -> str | None:
+    """Return why a stored vector (float32 little-endian bytes) breaks the rule, or None when it keeps it.
+
+    Besides ``vector_problem``: bytes that are not float32 values, and a length off 1 by more than
+    ``UNIT_TOLERANCE``.
+    """
+    if not isinstance(blob, (bytes, bytearray, memoryview)) or len(blob) % 4:
+        return "is not a list of float32 values"
+    vector = np.frombuffer(bytes(blob), dtype="<f4")
+    problem = vector_problem(vector, dim)
+    if problem is not None:
+        return problem
+    length = float(np.linalg.norm(vector.astype(np.float64)))
+    if abs(length - 1.0) > UNIT_TOLERANCE:
+        return f"has length {length:.6g}, not 1"
+    return None
 
 
 def encode_vector(vector: FloatArray) -> bytes:

@@ -63,13 +63,22 @@ class ConsolidationPlan:
 
 
 def _similarity(left: Candidate, right: Candidate, words: dict[int, frozenset[str]]) -> float:
+    """Word Jaccard of two candidates of the same experience, -1.0 for two experiences.
+
+    Only the same experience merges, whatever filler makes the wordings differ ("Basically, …, of
+    course"): the threshold bounds the Jaccard of the content words, 1.0 for the same experience.
+    """
     if not same_experience(left.content, right.content):
-        return 0.0  # another number or outcome is another experience
+        return -1.0  # another number or outcome is another experience
     return jaccard(words[left.id], words[right.id])
 
 
 def plan_consolidation(candidates: Sequence[Candidate], threshold: float = 0.5) -> ConsolidationPlan:
-    """Group ``candidates`` by category into complete-link clusters (every pair Jaccard > ``threshold``).
+    """Group ``candidates`` by category into clusters of one experience each (``dedup.same_experience``).
+
+    ``threshold`` bounds the Jaccard of the content words, 1.0 for the same experience: below 1 every
+    repeat merges whatever filler its wording adds, 1 or above merges nothing. Each merge reports the word
+    Jaccard of its pairs (how close the wordings are).
 
     Clusters grow greedily in representative order; the representative is the member with the highest
     confidence, then access count, then the newest. Fewer than three candidates plan nothing.
@@ -96,7 +105,7 @@ def plan_consolidation(candidates: Sequence[Candidate], threshold: float = 0.5) 
             for other in ordered:
                 if other.id in assigned or other is seed:
                     continue
-                if all(_similarity(other, member, words) > threshold for member in cluster):
+                if threshold < 1.0 and all(_similarity(other, member, words) >= 0.0 for member in cluster):
                     cluster.append(other)
             if len(cluster) < 2:
                 continue

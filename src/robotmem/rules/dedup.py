@@ -65,13 +65,24 @@ def same_experience_as(text: str) -> Callable[[str], bool]:
 def find_jaccard_duplicate(
     text: str, candidates: Iterable[tuple[int, str]], threshold: float
 ) -> Duplicate | None:
-    """Return the most similar candidate with word Jaccard ≥ ``threshold`` describing the same experience."""
+    """Return the candidate describing the same experience whose wording is closest (highest word Jaccard).
+
+    ``threshold`` bounds the Jaccard of the content words (``wording.content_words``), not of every word:
+    filler does not count, so "Grip the mug" repeats "Grip mug" though their word Jaccard is 0.67, and a
+    short lesson is not kept apart from its repeat by an article. The same experience has the same content
+    words (Jaccard 1.0), so a threshold up to 1 admits every such candidate and one above 1 turns the check
+    off. ``similarity`` is the word Jaccard: how close the wording is.
+    """
+    if threshold > 1.0:
+        return None
     words = word_set(text)
     same = same_experience_as(text)
     best: Duplicate | None = None
     for memory_id, content in candidates:
+        if not same(content):
+            continue
         similarity = jaccard(words, word_set(content))
-        if similarity >= threshold and (best is None or similarity > best.similarity) and same(content):
+        if best is None or similarity > best.similarity:
             best = Duplicate("jaccard", memory_id, round(similarity, 4))
     return best
 

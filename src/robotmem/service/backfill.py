@@ -75,7 +75,6 @@ def run_backfill(
         remaining = engine.read(lambda tx: tx.jobs.count_without_vector())
         return backfill_result("unavailable", 0, remaining, None, reason)
     model_id, dim = model
-    embedder = engine.embedder
     total = engine.read(lambda tx: tx.jobs.count_without_vector())
     _report(progress, "backfill", 0, total)
     embedded, after, status, reason = 0, 0, "complete", "ok"
@@ -85,13 +84,15 @@ def run_backfill(
             break
         after = batch[-1][0]
         try:
-            matrix = embedder.embed_batch([text for _, text in batch], is_query=False)
+            found = engine.embed_texts([text for _, text in batch], is_query=False, dim=dim)
         except EmbeddingError as exc:
             status, reason = "stopped", exc.message
             log.warning("backfill stopped: %s", exc.message)
             break
-        items = [(memory_id, text, matrix[row]) for row, (memory_id, text) in enumerate(batch)]
-        stored = engine.write(partial(_store_backfilled, items=items, model_id=model_id, dim=dim))
+        items = [(m, text, v) for (m, text), v in zip(batch, found, strict=True) if v is not None]
+        stored = (
+            engine.write(partial(_store_backfilled, items=items, model_id=model_id, dim=dim)) if items else 0
+        )
         if stored == 0 and engine.read(lambda tx: tx.vectors.stored_model()) not in (None, (model_id, dim)):
             status, reason = "stopped", "the database moved to another embedding model meanwhile"
             break
@@ -197,8 +198,8 @@ def reindex(
             after = 0  # one more sweep from the start picks up memories changed during the run
             continue
         after = batch[-1][0]
-        matrix = embedder.embed_batch([text for _, text in batch], is_query=False)
-        items = [(memory_id, text, matrix[row]) for row, (memory_id, text) in enumerate(batch)]
+        found = engine.embed_texts([text for _, text in batch], is_query=False, dim=dim)
+        items = [(m, text, v) for (m, text), v in zip(batch, found, strict=True) if v is not None]
         engine.write(partial(_stage, items=items, model_id=model_id))
         embedded += len(batch)
         _report(progress, "reindex", len(batch), total)

@@ -9,6 +9,7 @@ first argument; ``RobotMemory`` is the facade that owns one engine and delegates
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from robotmem.embedders import Embedder, create_embedder
 from robotmem.embedders.rerank import HttpReranker
 from robotmem.errors import EmbeddingError, NotFoundError
 from robotmem.formats.validation import parse_name
+from robotmem.query.vectors import unit_vector, vector_problem
 from robotmem.records import NewMemory
 from robotmem.rules.inheritance import session_robot_id
 from robotmem.store.protocol import FloatArray, Store, StoreTx, VectorQuery
@@ -52,6 +54,7 @@ class Engine:
         self.collection = settings.collection
         self.clock = clock
         self._embedder = embedder
+        self._embedder_lock = threading.Lock()
         # The session most recently started through this engine and not yet ended: writes without a
         # session_id join it.
         self.current_session: str | None = None
@@ -74,9 +77,11 @@ class Engine:
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder in use (created on first use from the settings)."""
+        """The embedder in use (created on first use from the settings, once however many threads ask)."""
         if self._embedder is None:
-            self._embedder = create_embedder(self.settings)
+            with self._embedder_lock:
+                if self._embedder is None:
+                    self._embedder = create_embedder(self.settings)
         return self._embedder
 
     @property
@@ -142,11 +147,32 @@ class Engine:
         if model is None:
             return None
         try:
-            vector = self.embedder.embed_one(text, is_query=is_query)
+            (vector,) = self.embed_texts([text], is_query=is_query, dim=model[1])
         except EmbeddingError as exc:
             log.warning("embedding failed, continuing without a vector: %s", exc)
             return None
-        return VectorQuery(vector, model[0], model[1])
+        return None if vector is None else VectorQuery(vector, model[0], model[1])
+
+    def embed_texts(self, texts: Sequence[str], *, is_query: bool, dim: int) -> list[FloatArray | None]:
+        """Return the vector of each text through the vector rule (``vectors.unit_vector``): unit length,
+        or None for a text whose vector breaks it (NaN, all zeros, another dimension), left for backfill.
+
+        Raises ``EmbeddingError`` when the embedder fails.
+        """
+        matrix = self.embedder.embed_batch(list(texts), is_query=is_query)
+        if len(matrix) != len(texts):
+            raise EmbeddingError(
+                f"{self.embedder.model_id}: sent {len(texts)} texts, got {len(matrix)} vectors"
+            )
+        out: list[FloatArray | None] = []
+        for text, row in zip(texts, matrix, strict=True):
+            problem = vector_problem(row, dim)
+            if problem is not None:
+                log.warning(
+                    "the vector %s gave %.40r %s; stored without one", self.embedder.model_id, text, problem
+                )
+            out.append(None if problem is not None else unit_vector(row, dim))
+        return out
 
     def insert(
         self, tx: StoreTx, news: Sequence[NewMemory], vectors: Sequence[FloatArray | None]

@@ -3,12 +3,17 @@
 A copy of the memory must never destroy the memory. The guard refuses the live database and its
 ``-wal``/``-shm``/``-journal`` files — by resolved path (through symlinks) and by inode (hard
 links) — and any existing file unless the caller allows replacing it; even then only an ordinary
-file that holds no SQLite database or WAL is replaced.
+file that holds no SQLite database or WAL is replaced. ``new_file`` writes a new file under a
+temporary name beside it and renames it only once complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +81,39 @@ def output_path(raw: Any, database: str, *, replace: bool, hint: str = "") -> Pa
     if not resolved.parent.is_dir():
         raise ValidationError(f"path: directory {resolved.parent} does not exist; create it first")
     return resolved
+
+
+@contextmanager
+def new_file(target: Path, what: str = "path") -> Iterator[Path]:
+    """Yield a temporary path beside ``target`` to write; it becomes ``target`` only when the block ends
+    without an error, and is removed otherwise, so a failed write leaves no file behind.
+
+    The rename never replaces a file that appeared at ``target`` meanwhile. Raises ``ValidationError``
+    naming ``what`` when ``target`` exists or the file cannot be written (a full disk, no permission).
+    """
+    if target.exists():
+        raise ValidationError(f"{what}: {target} exists; choose a new file name")
+    partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        yield partial
+        _rename_new(partial, target, what)
+    except OSError as exc:
+        raise ValidationError(f"{what}: cannot write {target} ({exc.strerror or exc})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _rename_new(partial: Path, target: Path, what: str) -> None:
+    try:
+        os.link(partial, target)  # unlike a rename, fails when target exists
+    except FileExistsError:
+        raise ValidationError(
+            f"{what}: {target} appeared while it was written; choose a new file name"
+        ) from None
+    except OSError:  # a file system without hard links
+        if target.exists():
+            raise ValidationError(
+                f"{what}: {target} appeared while it was written; choose a new file name"
+            ) from None
+        os.replace(partial, target)

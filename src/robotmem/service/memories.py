@@ -35,6 +35,7 @@ from robotmem.service.engine import Engine, iso
 from robotmem.store.protocol import FloatArray, StoreTx, VectorQuery
 from robotmem.text.classify import Classification, build_context, classify
 from robotmem.text.tokens import content_hash, index_text
+from robotmem.text.wording import content_text
 
 # Candidates the Jaccard check reads, and the vectors the cosine check compares.
 JACCARD_CANDIDATES = 20
@@ -119,17 +120,17 @@ def _near_duplicate(
 ) -> Duplicate | None:
     """Return the stored fact ``text`` repeats in other words (Jaccard, then cosine), if any."""
     # Either kind of duplicate has the numbers of ``text`` (dedup.same_experience). When few stored texts
-    # can have them, checking those few tells whether the ranked word search or the vector scan could
-    # find one at all, and they are skipped when not.
+    # can have them, those few are every candidate: the closest of one experience is the duplicate, with no
+    # ranked word search, and the vector scan is skipped when none is.
     screened = tx.memories.facts_with_numbers(collection, text, SCREEN_LIMIT)
     same_as_text = same_experience_as(text)
     same = None if screened is None else [(m, c) for m, c in screened if same_as_text(c)]
-    duplicate = None
-    jaccard_possible = same is None or (
-        bool(same) and find_jaccard_duplicate(text, same, jaccard_threshold) is not None
-    )
-    if jaccard_possible:
-        ids = tx.memories.jaccard_candidates(collection, text, JACCARD_CANDIDATES, jaccard_threshold)
+    if same is not None:
+        duplicate = find_jaccard_duplicate(text, same, jaccard_threshold)
+    else:
+        # The search looks for the content words: a repeat may lack the filler of ``text`` ("the").
+        wanted = content_text(text) or text
+        ids = tx.memories.jaccard_candidates(collection, wanted, JACCARD_CANDIDATES, jaccard_threshold)
         duplicate = find_jaccard_duplicate(text, tx.memories.contents(ids), jaccard_threshold)
     if duplicate is None and vector is not None and same != []:
         near = tx.vectors.most_similar(vector, COSINE_CANDIDATES, cosine)

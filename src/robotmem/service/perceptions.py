@@ -11,8 +11,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from robotmem.errors import EmbeddingError
 from robotmem.formats.inputs import SavePerceptionInput
 from robotmem.formats.results import PerceptionResult
@@ -51,8 +49,7 @@ def save_perceptions(engine: Engine, batch: Sequence[SavePerceptionInput]) -> li
     model, _ = engine.vector_model()
     if model is not None and prepared:
         try:
-            matrix = engine.embedder.embed_batch([p.args.description for p in prepared])
-            vectors = [np.asarray(row, dtype=np.float32) for row in matrix]
+            vectors = engine.embed_texts([p.args.description for p in prepared], is_query=False, dim=model[1])
         except EmbeddingError as exc:
             log.warning("embedding failed, storing the perceptions without vectors: %s", exc)
     return engine.write(lambda tx: insert(engine, tx, prepared, vectors))

@@ -21,11 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
-from robotmem.formats.export import MemoryLine, parse_memory
+from robotmem.formats.export import MemoryLine, check_session_fields, parse_memory, record_vector
 from robotmem.formats.results import SyncResult
 from robotmem.formats.serialize import synced_result
 from robotmem.formats.validation import parse_text
@@ -229,6 +227,9 @@ def _apply_sessions(tx: StoreTx, sessions: list[JsonDict], leg: _Leg) -> None:
     counts = leg.counts["sessions"]
     stored = tx.sync.sessions_by_id([str(s["id"]) for s in sessions])
     for session in sessions:
+        checked = _checked_session(session, leg)
+        if checked is None:
+            continue
         here = stored.get(str(session["id"]))
         verdict = True if here is None else incoming_wins(session_rank(session), session_rank(here))
         if verdict is None:
@@ -239,10 +240,21 @@ def _apply_sessions(tx: StoreTx, sessions: list[JsonDict], leg: _Leg) -> None:
             leg.kept_sessions.append(str(session["id"]))
             continue
         counts["created" if here is None else "updated"] += 1
-        fields = {key: value for key, value in session.items() if key != "outcome"}
+        fields = {key: value for key, value in checked.items() if key != "outcome"}
         tx.transfer.write_session(
-            fields, session.get("outcome") if isinstance(session.get("outcome"), dict) else None
+            fields, checked.get("outcome") if isinstance(checked.get("outcome"), dict) else None
         )
+
+
+def _checked_session(session: JsonDict, leg: _Leg) -> JsonDict | None:
+    """Return a received session checked by import's rules (``formats.export.check_session_fields``), or
+    None, counted as refused and named in the log, when they refuse it."""
+    try:
+        return check_session_fields(session, leg.limits)
+    except ValidationError as exc:
+        log.warning("sync: session %s is left out: %s", session.get("id"), exc.message)
+        leg.counts["sessions"]["refused"] += 1
+        return None
 
 
 def _apply_memories(
@@ -290,8 +302,20 @@ def _apply_memories(
 def _put_vector(
     tx: StoreTx, memory_id: int, blob: Any, model: tuple[str, int] | None, may_adopt: Callable[[str], bool]
 ) -> bool:
-    """Store the sender's vector when both stores use its model; return whether the memory has one now."""
-    if not isinstance(blob, bytes) or model is None or len(blob) != 4 * model[1]:
+    """Store the sender's vector when both stores use its model and it passes import's vector rule
+    (``formats.export.record_vector``: scaled to unit length, refused when not finite, of another
+    dimension or all zeros); return whether the memory has one now. A refused vector leaves the memory
+    for backfill: the memory itself is not refused for it."""
+    if blob is None or model is None:
+        return False
+    try:
+        vector = record_vector(blob, model[1])
+    except ValidationError as exc:
+        log.warning(
+            "sync: the vector of memory %d is not stored (backfill embeds it): %s", memory_id, exc.message
+        )
+        return False
+    if vector is None:
         return False
     stored = tx.vectors.stored_model()
     if stored is None:
@@ -300,7 +324,7 @@ def _put_vector(
         tx.vectors.record_model(*model)
     elif (stored[0], int(stored[1])) != model:
         return False  # another model here: backfill embeds it
-    tx.vectors.put(memory_id, np.frombuffer(blob, dtype="<f4").astype(np.float32), model[0])
+    tx.vectors.put(memory_id, vector, model[0])
     return True
 
 

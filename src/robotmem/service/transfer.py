@@ -291,12 +291,15 @@ def _embed_imported(engine: Engine, run: _ImportRun) -> None:
     for start in range(0, len(run.to_embed), EMBED_BATCH_SIZE):
         chunk = run.to_embed[start : start + EMBED_BATCH_SIZE]
         try:
-            matrix = engine.embedder.embed_batch([text for _, text in chunk], is_query=False)
+            found = engine.embed_texts([text for _, text in chunk], is_query=False, dim=model[1])
         except EmbeddingError as exc:
             log.warning("import: embedding failed, the rest is left for backfill: %s", exc.message)
             return
-        items = [(memory_id, text, matrix[row]) for row, (memory_id, text) in enumerate(chunk)]
-        run.counts["vectors"]["embedded"] += engine.write(partial(_store_embedded, items=items, model=model))
+        items = [(m, text, v) for (m, text), v in zip(chunk, found, strict=True) if v is not None]
+        if items:
+            run.counts["vectors"]["embedded"] += engine.write(
+                partial(_store_embedded, items=items, model=model)
+            )
 
 
 def _store_embedded(tx: StoreTx, items: list[EmbeddedText], model: tuple[str, int]) -> int:

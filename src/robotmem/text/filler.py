@@ -32,6 +32,11 @@ FILLER_PHRASES_EN = """
     | for your information
 """
 
+# Filler right after a quantity, English: a number, or a number and the word after it (its unit). "with 12 N
+# of force" is "with 12 N force" and "3 of 4 grasps" is "3 4 grasps"; elsewhere the word decides ("the top of
+# the box" is not "the top box").
+QUANTITY_LINKS_EN = "of"
+
 # Filler only as a whole clause between punctuation or the ends of the text: "Most importantly, …" and
 # "…, as noted before" are fillers, "move it before the arm" keeps its "before".
 FILLER_CLAUSES_EN = """

@@ -10,7 +10,8 @@ object, a modal, a number. Reordered words decide too ("open the door before you
 
 What does not decide: letter case and width (NFKC, case-folded), punctuation and spacing ("20N" and
 "20 N", "0.80" and "0.8"), contractions ("don't" is "do not", "it's" is "it"), a plural or third-person
-"-s" ("boxes" and "box"), and the filler words and phrases of ``filler``. Chinese is segmented into words
+"-s" ("boxes" and "box"), the filler words and phrases of ``filler``, and a link word right after a quantity
+("12 N of force" and "12 N force"). Chinese is segmented into words
 by the dictionary (rjieba, dictionary words only: a guessed word could swallow a particle); single-character
 words such as 开, 关, 大, 小 count like any other. Pure functions.
 """
@@ -59,6 +60,7 @@ FILLER_CLAUSES = _whole(filler.FILLER_CLAUSES_EN, filler.FILLER_CLAUSES_ZH)
 _PHRASES = _alternation(filler.FILLER_PHRASES_EN, filler.FILLER_PHRASES_ZH)
 _PHRASE_STARTS = frozenset(phrase[0] for phrase in FILLER_PHRASES)
 _LONGEST_CLAUSE = max(len(phrase) for phrase in FILLER_CLAUSES)
+QUANTITY_LINKS = _words(filler.QUANTITY_LINKS_EN)
 OPENERS = _words(filler.OPENERS_EN, filler.OPENERS_ZH)
 COMMA_OPENERS = _words(filler.COMMA_OPENERS_EN, filler.COMMA_OPENERS_ZH)
 
@@ -69,10 +71,29 @@ def content_words(text: str) -> tuple[str, ...]:
 
     Numbers are kept, normalised as ``text.numbers`` writes them (without their sign, which
     ``dedup.same_numbers`` compares); filler words and phrases are dropped, and so are a clause that is a
-    filler clause ("most importantly") and a first clause made only of openers ("Note:", "Right,",
-    "注意："); English words lose a plural or third-person "-s". Chinese is segmented to find its filler
-    words, then returned character by character.
+    filler clause ("most importantly"), a first clause made only of openers ("Note:", "Right,",
+    "注意：") and a link word right after a quantity ("12 N of force"); English words lose a plural or
+    third-person "-s". Chinese is segmented to find its filler words, then returned character by character.
     """
+    out: list[str] = []
+    for word in _kept_words(text):
+        if word.isascii():
+            out.append(_stem(word) if word[-1] == "s" else word)
+        elif _CJK.match(word):
+            out.extend(word)  # by character: punctuation can move a word boundary ("前先", "前，先")
+        else:
+            out.append(word)
+    return tuple(out)
+
+
+def content_text(text: str) -> str:
+    """Return the words of ``text`` that ``content_words`` keeps, as written (not stemmed, Chinese words
+    whole), joined by spaces: what a word search for the same experience looks for."""
+    return " ".join(_kept_words(text))
+
+
+def _kept_words(text: str) -> list[str]:
+    """The words of ``text`` without filler, openers and filler clauses, case-folded, in reading order."""
     clauses = _clauses(_folded(text))
     while len(clauses) > 1 and _is_opener(clauses[0]):
         del clauses[0]
@@ -84,14 +105,20 @@ def content_words(text: str) -> tuple[str, ...]:
             and tuple(w for w in words if w not in FILLER_WORDS) in FILLER_CLAUSES
         ):
             continue
-        for word in kept:
-            if word.isascii():
-                out.append(_stem(word) if word[-1] == "s" else word)
-            elif _CJK.match(word):
-                out.extend(word)  # by character: punctuation can move a word boundary ("前先", "前，先")
-            else:
-                out.append(word)
-    return tuple(out)
+        out.extend(_without_quantity_links(kept))
+    return out
+
+
+def _without_quantity_links(words: list[str]) -> list[str]:
+    """Return ``words`` without a link word ("of") right after a number or a number and its unit."""
+    if QUANTITY_LINKS.isdisjoint(words):
+        return words
+    out: list[str] = []
+    for word in words:
+        if word in QUANTITY_LINKS and any(w[:1].isdigit() for w in out[-2:]):
+            continue
+        out.append(word)
+    return out
 
 
 def _folded(text: str) -> str:

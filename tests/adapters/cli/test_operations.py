@@ -106,15 +106,18 @@ def test_opposites_stay_two_lessons_and_filler_variants_merge_through_the_cli(tm
     ]:
         repeat = call("learn", variant, "--session-id", session)
         assert (repeat["status"], repeat["existing_id"]) == ("duplicate", learned[original]["memory_id"])
-    # One lesson with filler words: stored three times (word Jaccard under 0.7), merged at end_session.
+    # One lesson with filler words: the repeats are duplicates at learn however much filler they add.
+    first = call(
+        "learn", "the cup slipped when the gripper closed too fast on the wet handle", "--session-id", session
+    )
     for text in (
-        "the cup slipped when the gripper closed too fast on the wet handle",
         "Basically, the cup really slipped when the gripper closed too fast on the wet handle, as expected, of course",
         "Note: the cup actually just slipped when the gripper closed too fast on the wet handle, as usual, honestly",
     ):
-        assert call("learn", text, "--session-id", session)["status"] == "created"
+        repeat = call("learn", text, "--session-id", session)
+        assert (repeat["status"], repeat["existing_id"]) == ("duplicate", first["memory_id"])
 
     ended = call("end-session", session)
 
-    assert ended["consolidated"]["superseded_count"] == 2
-    assert call("doctor")["memories"] == {"total": len(opposites) + 3, "active": len(opposites) + 1}
+    assert ended["consolidated"]["superseded_count"] == 0
+    assert call("doctor")["memories"] == {"total": len(opposites) + 1, "active": len(opposites) + 1}

@@ -46,5 +46,8 @@ def test_the_cli_prints_one_error_line_for_a_bad_setting(
 def test_servers_refuse_to_start_with_a_bad_setting(tmp_path: Path, command: list[str]) -> None:
     done = run_with(tmp_path, "ROBOTMEM_WEB_TOKEN", " spaced ", command)
     assert_one_error_line(done, "web_token", tmp_path)
+    done = run_with(tmp_path, "ROBOTMEM_WEB_TOKEN", "jeton-ロボット", command)
+    assert_one_error_line(done, "web_token", tmp_path)
+    assert "Latin-1" in done.stderr and "ロボット" not in done.stderr
     done = run_with(tmp_path, "ROBOTMEM_DEDUP_JACCARD", "nan", command)
     assert_one_error_line(done, "dedup_jaccard", tmp_path)

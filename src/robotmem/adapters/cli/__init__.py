@@ -10,11 +10,14 @@
 A ``RobotMemError`` becomes ``Error: <message>`` on stderr and exit status 2, and so does a missing optional
 extra (``Error: … pip install 'robotmem[web]'``, no traceback). With no command, on a terminal the help is
 printed; with stdin not a terminal (an MCP client's pipe) MCP is served over stdio, as ``robotmem mcp``.
+Any other exception (a bug) becomes one ``Error: internal error …`` line with status 2, its traceback only
+in the debug log.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -60,6 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: still one line, the traceback only in the debug log
+        logging.getLogger("robotmem").debug("unexpected error in %s", args.command, exc_info=True)
+        print(
+            f"Error: internal error in {args.command} ({type(exc).__name__}: {str(exc)[:200]}); "
+            "please report it with the output of ROBOTMEM_LOG_LEVEL=debug",
+            file=sys.stderr,
+        )
+        return 2
 
 
 __all__ = ["build_parser", "main"]

@@ -231,15 +231,11 @@ def _signature(operation: Operation) -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=Annotated[CallToolResult, operation.output])
 
 
-def _run(
-    memory: RobotMemory, inputs: type[OperationInput], ready: threading.Event | None, arguments: JsonDict
-) -> Mapping[str, Any]:
+def _run(memory: RobotMemory, inputs: type[OperationInput], arguments: JsonDict) -> Mapping[str, Any]:
     """Validate the arguments once and run the operation on a worker thread; a RobotMemError becomes a tool
     error with its message."""
     try:
         args = validate_input(inputs, arguments, memory.settings)
-        if ready is not None:
-            ready.wait()  # the embedder is being loaded in the background: use it, never load a second one
         return memory.run(args)
     except RobotMemError as exc:
         raise ToolError(exc.message) from exc
@@ -248,17 +244,18 @@ def _run(
 ToolFunction = Callable[..., Awaitable[CallToolResult]]
 
 
-def tool_function(
-    memory: RobotMemory, operation: Operation, ready: threading.Event | None = None
-) -> ToolFunction:
+def tool_function(memory: RobotMemory, operation: Operation) -> ToolFunction:
     """Return the async tool function of ``operation``: the RobotMemory operation, run off the event loop.
 
-    It returns the operation's dict as structured content and as JSON text; raises ``ToolError``.
+    Each call runs on a worker thread of its own, so a call that needs no embedding (``start_session``,
+    ``forget``) never waits behind one whose embedder is slow, nor behind the embedder's loading in the
+    background (the engine creates the embedder once, however many calls ask for it). It returns the
+    operation's dict as structured content and as JSON text; raises ``ToolError``.
     """
 
     async def call(**arguments: Any) -> CallToolResult:
         # Text and structured content are the same strict JSON: a non-finite number is null in both.
-        work = partial(_run, memory, operation.inputs, ready, arguments)
+        work = partial(_run, memory, operation.inputs, arguments)
         result = strict_json.finite(await anyio.to_thread.run_sync(work))
         text = strict_json.dumps(result)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
@@ -295,16 +292,12 @@ class RobotMemServer(MCPServer):
             raise UnexpectedToolError(f"Error executing tool {name}") from exc
 
 
-def build_server(memory: RobotMemory, *, ready: threading.Event | None = None) -> MCPServer:
-    """Return an MCP server whose seven tools call ``memory``.
-
-    ``ready``, when given, is set once the embedder has been loaded in the background; tool calls wait
-    for it so that a call arriving early does not load a second model.
-    """
+def build_server(memory: RobotMemory) -> MCPServer:
+    """Return an MCP server whose seven tools call ``memory``."""
     tools = []
     functions: dict[str, ToolFunction] = {}
     for operation in OPERATIONS:
-        functions[operation.name] = tool_function(memory, operation, ready)
+        functions[operation.name] = tool_function(memory, operation)
         tool = Tool.from_function(
             functions[operation.name],
             name=operation.name,
@@ -328,7 +321,7 @@ def build_server(memory: RobotMemory, *, ready: threading.Event | None = None) -
     )
 
 
-def _warm_up(memory: RobotMemory, ready: threading.Event) -> None:
+def _warm_up(memory: RobotMemory) -> None:
     started = time.perf_counter()
     try:
         memory.warm_up()
@@ -341,8 +334,6 @@ def _warm_up(memory: RobotMemory, ready: threading.Event) -> None:
         )
     except Exception:  # a model that fails to load leaves recall in BM25 mode; serving goes on
         log.exception("loading the embedder failed; recall runs without vectors")
-    finally:
-        ready.set()
 
 
 def serve(db: str | None = None, collection: str | None = None, embed_backend: str | None = None) -> None:
@@ -356,9 +347,8 @@ def serve(db: str | None = None, collection: str | None = None, embed_backend: s
     stderr; stdout carries only the protocol.
     """
     memory = RobotMemory(db, collection, embed_backend)
-    ready = threading.Event()
-    server = build_server(memory, ready=ready)
-    threading.Thread(target=_warm_up, args=(memory, ready), name="robotmem-warm-up", daemon=True).start()
+    server = build_server(memory)
+    threading.Thread(target=_warm_up, args=(memory,), name="robotmem-warm-up", daemon=True).start()
     log.info("serving MCP over stdio: database %s, collection %s", memory.location, memory.collection)
     try:
         source, sink = claim_stdio()

@@ -40,7 +40,7 @@ from robotmem.adapters.web.remote import (
     local_paths,
     remote_error,
 )
-from robotmem.config import load_settings, web_allowed_hosts
+from robotmem.config import header_value_problem, load_settings, web_allowed_hosts
 from robotmem.formats import strict_json
 
 __all__ = ["TOKEN_HEADER", "create_app", "serve"]
@@ -199,6 +199,15 @@ def _install_error_handlers(app: OpenAPI, known_paths: list[str]) -> None:
         return _error(code, message, status)
 
 
+def _check_token(token: str) -> None:
+    """Raise ``ValidationError`` for a token no client could send: one the ``web_token`` setting refuses."""
+    problem = header_value_problem(token) if isinstance(token, str) else "it is not text"
+    if problem is None and (token != token.strip() or not token.isprintable()):
+        problem = "it has surrounding spaces, line breaks or control characters"
+    if problem is not None:
+        raise ValidationError(f"token: no HTTP client can send this token ({problem})")
+
+
 def create_app(
     memory: RobotMemory | None = None,
     *,
@@ -215,6 +224,8 @@ def create_app(
     ``Host`` names answered besides IP literals (defence against DNS rebinding); default: the
     loopback names and the ``web_allowed_hosts`` setting.
     """
+    if token is not None:
+        _check_token(token)
     if memory is None:
         memory = RobotMemory(db, collection, embed_backend, settings=load_settings(os.environ))
     app = OpenAPI(
@@ -288,8 +299,11 @@ def serve(
     in ``web_allowed_hosts`` or an IP address; connections are limited and timed out
     (``web_connection_limit``, ``web_channel_timeout_s``; see ``adapters/web/server.py``).
     """
-    from robotmem.adapters.web.server import build_server  # waitress loads only to serve
+    from robotmem.adapters.web.server import build_server, check_port, listening_on  # waitress loads here
 
+    check_port(port)
+    if token is not None:
+        _check_token(token)
     settings = load_settings(os.environ)
     token = token or settings.web_token or None
     if not is_loopback(host) and token is None:
@@ -307,8 +321,12 @@ def serve(
             connection_limit=settings.web_connection_limit,
             channel_timeout_s=settings.web_channel_timeout_s,
         )
-        shown = f"[{host}]" if ":" in host else host
-        print(f"robotmem web UI on http://{shown}:{port}/ (database {memory.location})", file=sys.stderr)
+        for bound_host, bound_port in listening_on(server):
+            shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+            print(
+                f"robotmem web UI on http://{shown}:{bound_port}/ (database {memory.location})",
+                file=sys.stderr,
+            )
         server.run()
     finally:
         memory.close()

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from robotmem.query.vectors import MIN_NORM, UNIT_TOLERANCE
 from robotmem.records import IntegrityReport
 from robotmem.store.postgres import text_index
 from robotmem.store.postgres.schema import SCHEMA_VERSION
@@ -170,6 +171,57 @@ class Maintenance(SharedMaintenance):
                 (model[0],),
             ).rowcount
         return {"vectors_tombstoned": len(stale), "vectors_unmarked": unmarked, "vectors_remarked": remarked}
+
+    def _vector_rule(self) -> tuple[str, dict[str, Any]] | None:
+        """The SQL condition of a stored vector (``embedding``) that breaks the vector rule: another dimension
+        than the model's, all zeros, or a length off 1 (pgvector itself refuses NaN and infinity), with its
+        parameters; None before the first vector. Checked by the server: the vectors stay where they are."""
+        model = stored_model(self._conn)
+        if model is None:
+            return None
+        condition = (
+            "(vector_dims(embedding) != %(dim)s OR vector_norm(embedding) < %(min_norm)s "
+            "OR abs(vector_norm(embedding) - 1) > %(tolerance)s)"
+        )
+        return condition, {
+            "model": model[0],
+            "dim": model[1],
+            "min_norm": MIN_NORM,
+            "tolerance": UNIT_TOLERANCE,
+        }
+
+    def _invalid_vectors(self) -> list[int]:
+        rule = self._vector_rule()
+        if rule is None:
+            return []
+        condition, params = rule
+        rows = self._conn.execute(
+            "SELECT id FROM memories WHERE embedding IS NOT NULL AND embedding_model = %(model)s "
+            f"AND {condition} UNION SELECT memory_id FROM memory_episode_vectors WHERE model_id = %(model)s "
+            f"AND {condition} ORDER BY 1",
+            params,
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def _repair_vector_values(self) -> dict[str, int]:
+        rule = self._vector_rule()
+        if rule is None:
+            return {"vectors_renormalised": 0, "vectors_dropped": 0}
+        condition, params = rule
+        fixable = "vector_dims(embedding) = %(dim)s AND vector_norm(embedding) >= %(min_norm)s"
+        renormalised = dropped = 0
+        for table, marked in (("memories", "embedding_model"), ("memory_episode_vectors", "model_id")):
+            where = f"{marked} = %(model)s AND embedding IS NOT NULL AND {condition}"
+            renormalised += self._conn.execute(
+                f"UPDATE {table} SET embedding = l2_normalize(embedding) WHERE {where} AND {fixable}", params
+            ).rowcount
+            drop = (
+                f"UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE {where}"
+                if table == "memories"
+                else f"DELETE FROM memory_episode_vectors WHERE {where}"
+            )
+            dropped += self._conn.execute(drop, params).rowcount
+        return {"vectors_renormalised": renormalised, "vectors_dropped": dropped}
 
     def _schema_state(self) -> tuple[int, int, str]:
         version = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

@@ -145,6 +145,20 @@ class SharedMaintenance(ABC):
     @abstractmethod
     def _stored_model(self) -> tuple[str, int] | None: ...
 
+    @abstractmethod
+    def _invalid_vectors(self) -> list[int]:
+        """Return, by id, the memories whose stored vector or episode vector of the database's model breaks
+        the vector rule (``query.vectors``: ``dim`` finite numbers, not all zero, unit length)."""
+
+    @abstractmethod
+    def _repair_vector_values(self) -> dict[str, int]:
+        """Bring every stored vector back under the vector rule: ``vectors_renormalised``, ``vectors_dropped``.
+
+        A vector of ``dim`` finite numbers that are not all zero is scaled to unit length (its direction,
+        which cosine compares, is kept); any other is dropped, the memory unmarked so backfill embeds it
+        again (an episode vector alone is dropped: ``episode_vector_weight`` fills it on the next write).
+        """
+
     def _checked_in_python(self) -> dict[str, list[Any]]:
         """Return the offending ids of the engine's checks made outside SQL (none by default)."""
         return {}
@@ -172,6 +186,7 @@ class SharedMaintenance(ABC):
             "times_invalid": [row[0] for row in memory_times],
             "session_times_invalid": [row[0] for row in session_times],
             "confidence_invalid": [row[0] for row in confidences],
+            "vectors_invalid": self._invalid_vectors(),
             **self._checked_in_python(),
         }
         for name, ids in found.items():
@@ -233,12 +248,13 @@ class SharedMaintenance(ABC):
         """Repair what ``report`` found, in one transaction; return how many rows each step changed.
 
         The storage first, then values and references (a restored memory needs its text indexed), then
-        the derived indexes are rebuilt from the memories.
+        the derived indexes are rebuilt from the memories, and the vectors left are held to the vector rule.
         """
         actions = self._repair_storage(report)
         actions.update(self._repair_references(now))
         actions.update(self._repair_values(now))
         actions.update(self._rebuild_derived())
+        actions.update(self._repair_vector_values())
         return actions
 
     def _index_texts(self) -> Iterator[tuple[int, str]]:

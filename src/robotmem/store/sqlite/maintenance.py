@@ -13,6 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from robotmem.query.vectors import stored_vector_problem, unit_vector, vector_problem
 from robotmem.records import IntegrityReport
 from robotmem.store.shared.checks import NAMED, REFERENCE_CHECKS, SharedMaintenance
 from robotmem.store.sqlite import columns, text_index, values, vectors
@@ -67,6 +70,9 @@ _CHECKS: dict[str, tuple[str, str]] = {
     # Memories whose rows in the context-value index differ from what their context gives.
     "context_values_stale": ("d.memory_id", values.STALE),
 }
+
+
+_VECTOR_TABLES = ("memory_vectors", vectors.EPISODE_TABLE)
 
 
 def sqlite_integrity(conn: sqlite3.Connection, max_errors: int = 20) -> tuple[str, ...]:
@@ -230,6 +236,54 @@ class Maintenance(SharedMaintenance):
             "vectors_unmarked": unmarked,
             "vectors_remarked": remarked,
         }
+
+    def _broken_vectors(self) -> list[tuple[str, int, bytes]]:
+        """Return ``(table, memory_id, blob)`` of every live vector of the database's model that breaks the
+        vector rule (``query.vectors.stored_vector_problem``), in the memories' and the episode vectors'
+        tables: read and checked in Python, as the vectors are float32 blobs."""
+        model = vectors.stored_model(self._conn)
+        if model is None:
+            return []
+        found: list[tuple[str, int, bytes]] = []
+        for table in _VECTOR_TABLES:
+            rows = self._conn.execute(
+                f"SELECT memory_id, embedding FROM {table} WHERE embedding IS NOT NULL AND model_id = :model",
+                {"model": model[0]},
+            )
+            found += [
+                (table, int(memory_id), blob)
+                for memory_id, blob in rows
+                if stored_vector_problem(blob, model[1]) is not None
+            ]
+        return found
+
+    def _invalid_vectors(self) -> list[int]:
+        return sorted({memory_id for _, memory_id, _ in self._broken_vectors()})
+
+    def _repair_vector_values(self) -> dict[str, int]:
+        model = vectors.stored_model(self._conn)
+        renormalised = dropped = 0
+        for table, memory_id, blob in self._broken_vectors():
+            assert model is not None  # _broken_vectors finds none without a model
+            vector = (
+                np.frombuffer(blob, dtype="<f4") if isinstance(blob, bytes) and len(blob) % 4 == 0 else None
+            )
+            if vector is not None and vector_problem(vector, model[1]) is None:
+                unit = unit_vector(vector, model[1])
+                put = vectors.put if table == "memory_vectors" else vectors.put_episode
+                put(self._conn, memory_id, unit, model[0])
+                renormalised += 1
+            elif table == "memory_vectors":
+                vectors.drop(self._conn, memory_id)
+                dropped += 1
+            else:
+                self._conn.execute(
+                    f"UPDATE {table} SET embedding = NULL, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM {table}) "
+                    "WHERE memory_id = :id",
+                    {"id": memory_id},
+                )
+                dropped += 1
+        return {"vectors_renormalised": renormalised, "vectors_dropped": dropped}
 
     def _schema_state(self) -> tuple[int, int, str]:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]

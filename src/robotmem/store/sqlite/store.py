@@ -189,8 +189,7 @@ class SqliteStore:
         except OSError as exc:
             raise DatabaseError(f"backup {target}: cannot write the copy ({exc})") from None
         finally:
-            with contextlib.suppress(OSError):
-                partial.unlink()
+            remove_copy(partial)
         return count
 
     def _copy_to(self, partial: Path) -> None:
@@ -221,3 +220,11 @@ class SqliteStore:
                 self._idle_readers.get_nowait().close()
             except queue.Empty:
                 break
+
+
+def remove_copy(partial: Path) -> None:
+    """Remove an unfinished copy with the rollback journal, WAL and shared-memory files SQLite made beside
+    it (a copy that failed on a full disk leaves its journal behind)."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            Path(f"{partial}{suffix}").unlink()

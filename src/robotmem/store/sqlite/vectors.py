@@ -34,6 +34,15 @@ def put(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: 
     )
 
 
+def put_episode(conn: sqlite3.Connection, memory_id: int, vector: FloatArray, model_id: str) -> None:
+    """Store the episode vector of ``memory_id`` (its text after its predecessor's, embedded together)."""
+    conn.execute(
+        f"INSERT OR REPLACE INTO {EPISODE_TABLE} (memory_id, seq, model_id, embedding) "
+        f"VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {EPISODE_TABLE}), :model, :blob)",
+        {"id": memory_id, "model": model_id, "blob": encode_vector(vector)},
+    )
+
+
 def drop(conn: sqlite3.Connection, memory_id: int) -> None:
     """Replace the vectors of ``memory_id`` (its own and its episode vector) by tombstones so every index
     forgets them."""
@@ -118,11 +127,7 @@ class Vectors:
         put(self._conn, memory_id, vector, model_id)
 
     def put_episode(self, memory_id: int, vector: FloatArray, model_id: str) -> None:
-        self._conn.execute(
-            f"INSERT OR REPLACE INTO {EPISODE_TABLE} (memory_id, seq, model_id, embedding) "
-            f"VALUES (:id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM {EPISODE_TABLE}), :model, :blob)",
-            {"id": memory_id, "model": model_id, "blob": encode_vector(vector)},
-        )
+        put_episode(self._conn, memory_id, vector, model_id)
 
     def drop(self, memory_id: int) -> None:
         drop(self._conn, memory_id)
