@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 # robot_id is derived per database file; uid is random per memory.
 VOLATILE = {
     "created_at",
+    "observed_at",
     "updated_at",
     "last_accessed",
     "session_id",
