@@ -64,11 +64,12 @@ def recall(
     include_data: bool = False,
     order: str = "relevance",
     robots: list[str] | str | None = None,
+    region: dict[str, Any] | str | None = None,
 ) -> RecallResult:
     """``RobotMemory.recall`` on the default instance."""
     return default_memory().recall(
         query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order,
-        robots,
+        robots, region,
     )  # fmt: skip
 
 

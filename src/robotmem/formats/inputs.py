@@ -28,6 +28,7 @@ from robotmem.formats.validation import (
     short_repr,
 )
 from robotmem.query.filters import Node, parse_filter
+from robotmem.query.regions import Region, parse_region
 from robotmem.query.spatial import SpatialSort, parse_spatial_sort
 
 JsonObjectOrText = Annotated[
@@ -127,7 +128,9 @@ class RecallInput(OperationInput):
         default=None, description='Structured filter, e.g. {"task.success": true}.'
     )
     spatial_sort: JsonObjectOrText = Field(
-        default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
+        default=None,
+        description='Nearest first: {"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5, '
+        '"frame": "map"}; only positions in that frame (default "map") are measured.',
     )
     collection: str | None = Field(
         default=None, description="Collection to search (default: the instance's)."
@@ -140,7 +143,19 @@ class RecallInput(OperationInput):
         default=None,
         description='Robot ids to search (a list or comma-separated; "self" = this robot); default the whole fleet.',
     )
-    __slots__ = ("_filter", "_spatial", "_robots")
+    region: JsonObjectOrText = Field(
+        default=None,
+        description="Only memories whose position lies in a region of one frame: a sphere (a circle with 2 "
+        'coordinates) {"field": "spatial.position", "center": [x, y, z], "radius": 2.0, "frame": "map"} or a '
+        'box {"field": "spatial.position", "min": [x, y, z], "max": [x, y, z], "frame": "map"}. Applied '
+        "before any limit; combines with query, context_filter and spatial_sort.",
+    )
+    __slots__ = ("_filter", "_spatial", "_robots", "_region")
+
+    @property
+    def region_parsed(self) -> Region | None:
+        """The parsed ``region`` (None: none)."""
+        return self._region
 
     @property
     def filter(self) -> Node | None:
@@ -167,6 +182,7 @@ class RecallInput(OperationInput):
         self._check_name("session_id")
         self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
         self._spatial = parse_spatial_sort(self.spatial_sort)
+        self._region = parse_region(self.region)
         self._robots = parse_robots(self.robots)
 
 

@@ -173,8 +173,12 @@ class RobotMemory:
         include_data: bool = False,
         order: str = "relevance",
         robots: list[str] | str | None = None,
+        region: dict[str, Any] | str | None = None,
     ) -> RecallResult:
         """Return ``{"memories", "total", "mode", "query_ms"}`` for the most relevant memories.
+
+        ``region`` keeps only memories whose position lies in a sphere/circle or box of one frame
+        (docs/where-and-when.md), before any limit.
 
         ``robots`` scopes recall to those robot ids (``"self"`` is this robot; a list or a comma-separated
         string); by default every robot's memories in the store are searched, this robot's own scored

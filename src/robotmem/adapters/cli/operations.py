@@ -125,6 +125,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--session-id", dest="session_id")
     p.add_argument("--filter", dest="context_filter")
     p.add_argument("--spatial-sort", dest="spatial_sort")
+    p.add_argument(
+        "--region",
+        help='JSON sphere {"center": [x, y, z], "radius": r, "frame": "map"} or box {"min": [...], "max": [...]}',
+    )
     p.add_argument("--include-data", dest="include_data", action="store_true", default=None)
     p.add_argument("--order", choices=["relevance", "time"])
     p.add_argument(

@@ -94,6 +94,11 @@ spatial_sort select the memories. Narrow the search with:
   "$or": [{"robot.type": "Fetch"}, {"tags": {"$contains": "grasping"}}]}
 - spatial_sort: {"field": "spatial.object_position", "target": [1.3, 0.7, 0.42], "max_distance": 0.5}
   orders by Euclidean distance to target, nearest first; max_distance drops memories farther away.
+  Positions compare only within one coordinate frame (context spatial.frame; none named = "map"): add
+  "frame": "odom" to sort another frame's positions.
+- region: only memories whose spatial.position lies in a sphere {"center": [x, y, z], "radius": 2.0,
+  "frame": "map"} (2 numbers: a circle on the floor) or a box {"min": [x, y, z], "max": [x, y, z],
+  "frame": "map"}; boundary included. Use it for "what happened in the kitchen" or "near the dock".
 - session_id with order="time" replays that episode in the order it happened.
 - robots: "self" for this robot's own experience, or robot ids (list or comma-separated); by default every
   robot's memories in the store, this robot's own ranked a little higher.

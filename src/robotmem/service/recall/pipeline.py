@@ -154,15 +154,17 @@ def candidate_pool(
         if not plan.query:
             pool += source.listed(plan.n, order="oldest" if plan.order == "time" else "newest")
         return pool, {}
+    # Only positions in the sort's frame are measured; memories of other frames stay, as if without one.
+    measured = tx.candidates(plan.frame_scope)
     if not plan.query:
-        near = source.nearest(plan.spatial, plan.n)
+        near = measured.nearest(plan.spatial, plan.n)
         return list(near) + source.listed(plan.n, order="id", exclude=set(near)), near
     relevant = RelevanceGate(
         source, tx, channels.words or query_tokens(plan.query), channels.vector, channels.coverage
     )
     if channels.searchable:
         relevant.heard(channels.coverage, bool(channels.ranked.text))
-    near = nearest_relevant(source, plan.spatial, plan.n, relevant)
+    near = nearest_relevant(measured, plan.spatial, plan.n, relevant)
     kept = relevant.among(fused)
     return [m for m in fused if m in kept] + [m for m in near if m not in fused], near
 

@@ -11,6 +11,7 @@ the same scope.
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from robotmem.query import bm25
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
-from robotmem.store.sqlite import search, values
+from robotmem.store.sqlite import regions, search, values
 from robotmem.store.sqlite.filters import to_sql
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
@@ -87,6 +88,11 @@ class SqlCandidates:
         self.episode_index_for = episode_index_for
         self.collection = scope.collection
         self.where, self.params = predicate(scope)
+        # The region's memories, from the spatial index: one more condition of every question.
+        self.region_ids = regions.within(conn, scope.region) if scope.region is not None else None
+        if self.region_ids is not None:
+            self.where += " AND m.id IN (SELECT value FROM json_each(:p_region))"
+            self.params["p_region"] = json.dumps(self.region_ids.tolist())
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
     def ranked(self, query: ChannelQuery) -> Ranked:
@@ -244,6 +250,10 @@ class MirrorCandidates:
             exclude_session=scope.exclude_session,
             filter=scope.filter,
         )
+        if sql.region_ids is not None:
+            inside = np.zeros(len(self.allowed), dtype=np.bool_)
+            inside[sql.region_ids[sql.region_ids < len(inside)]] = True
+            self.allowed = self.allowed & inside
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
     def ranked(self, query: ChannelQuery) -> Ranked:
