@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import query_rows, table_counts
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.query.regions import Region
-from tests.conftest import query_rows, table_counts
 
 
 @pytest.fixture

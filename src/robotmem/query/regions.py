@@ -139,7 +139,7 @@ def parse_region(raw: Any, *, max_bytes: int = 16384) -> Region | None:
         raise _fail("give either center and radius (a sphere or circle) or min and max (a box)")
     if sphere:
         center = _numbers(raw.get("center"), "center")
-        radius = raw.get("radius")
+        radius: Any = raw.get("radius")
         if not _is_number(radius) or radius < 0:
             raise _fail(f"radius must be a non-negative number, got {json.dumps(radius)}")
         return Region(path, frame, center=center, radius=float(radius))

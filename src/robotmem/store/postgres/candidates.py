@@ -32,12 +32,11 @@ import psycopg
 from robotmem.query.bm25 import K1, B
 from robotmem.query.filters import reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.postgres import text_index
+from robotmem.store.postgres import regions, text_index
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
-from robotmem.store.postgres import regions
 from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
 from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope
 from robotmem.text.tokens import query_tokens, word_set
