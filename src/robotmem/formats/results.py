@@ -498,3 +498,36 @@ class EmbeddingStatus(TypedDict):
     search_mode: Literal["hybrid", "bm25_only"]
     search_mode_reason: str
     background_backfill: bool
+
+
+class ObjectSighting(TypedDict):
+    """An object and where it was seen last (``last_seen``, ``around``)."""
+
+    object_id: str | None
+    """The id its sightings name (null for an object known by its label alone)."""
+    label: str | None
+    position: list[float] | None
+    frame: str
+    observed_at: str
+    """When that sighting happened, ISO 8601 UTC."""
+    memory_id: int
+    """The memory of that sighting."""
+    sightings: int
+    """How many sightings of the object the question covered."""
+    distance: NotRequired[float]
+    """``around``: from the asked position."""
+
+
+class LastSeenResult(TypedDict):
+    """Result of last_seen."""
+
+    objects: list[ObjectSighting]
+
+
+class AroundResult(TypedDict):
+    """Result of around."""
+
+    objects: list[ObjectSighting]
+    """Objects whose latest sighting lies within the radius, nearest first."""
+    memories: list[RecallHit]
+    """The most recent memories within the radius."""
