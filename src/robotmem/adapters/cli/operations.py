@@ -13,8 +13,10 @@ from robotmem import RobotMemory
 from robotmem.adapters.cli.common import open_memory, print_json
 from robotmem.config import load_settings
 from robotmem.formats.inputs import (
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     OperationInput,
     RecallInput,
@@ -98,6 +100,8 @@ def _operation(name: str) -> Callable[[argparse.Namespace], int]:
 _INPUTS: dict[str, type[OperationInput]] = {
     "learn": LearnInput,
     "recall": RecallInput,
+    "last_seen": LastSeenInput,
+    "around": AroundInput,
     "save_perception": SavePerceptionInput,
     "forget": ForgetInput,
     "update": UpdateInput,
@@ -135,6 +139,22 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--robots", help='comma-separated robot ids ("self" = this robot); default: the whole fleet'
     )
     p.set_defaults(run=_operation("recall"))
+    p = sub.add_parser("last-seen", parents=[common], help="where an object was last seen")
+    p.add_argument("query", nargs="?", default="", help='the object in words ("the red mug"), or empty')
+    p.add_argument("--object-id", dest="object_id")
+    p.add_argument("-n", type=int)
+    p.add_argument("--since", help="ISO 8601 with a zone, epoch seconds, or a span before now (-2h)")
+    p.add_argument("--until")
+    p.add_argument("--as-of", dest="as_of", help="where it was at this time")
+    p.add_argument("--region", help="JSON sphere or box, as for recall --region")
+    p.set_defaults(run=_operation("last_seen"))
+    p = sub.add_parser("around", parents=[common], help="objects and memories around a position")
+    p.add_argument("position", type=float, nargs="+", help="x y [z]")
+    p.add_argument("--radius", type=float, required=True)
+    p.add_argument("--frame")
+    p.add_argument("--since")
+    p.add_argument("-n", type=int)
+    p.set_defaults(run=_operation("around"))
     p = sub.add_parser("save-perception", parents=[common], help="store a perception")
     p.add_argument("description")
     p.add_argument(

@@ -1,4 +1,4 @@
-"""The MCP server: the seven operations as tools over stdio, all calling one ``RobotMemory``.
+"""The MCP server: the nine operations as tools over stdio, all calling one ``RobotMemory``.
 
 Only this package imports the ``mcp`` SDK (2.x); ``stdio`` is its transport. The tools are thin: on a worker
 thread, so SQLite and embedding never stall the protocol, the arguments are validated once into the
@@ -30,8 +30,10 @@ from robotmem import RobotMemError, RobotMemory, __version__
 from robotmem.adapters.mcp.stdio import claim_stdio, run_stdio
 from robotmem.formats import strict_json
 from robotmem.formats.inputs import (
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     OperationInput,
     RecallInput,
@@ -41,8 +43,10 @@ from robotmem.formats.inputs import (
     validate_input,
 )
 from robotmem.formats.results import (
+    AroundResult,
     EndSessionResult,
     ForgetResult,
+    LastSeenResult,
     LearnResult,
     PerceptionResult,
     RecallResult,
@@ -106,6 +110,22 @@ Returns {"memories": [...], "total", "mode", "query_ms"}. Each memory has id, co
 tags, robot_id, uid (its fleet-wide id), score (best = 1.0), its context with the sections
 params/spatial/robot/task also at top level, and spatial_distance when spatial_sort is used. Perception
 data and metadata come only with include_data=true.""",
+    "last_seen": """\
+Where did I last see it? For each object matching the question, its latest sighting: where (position and
+coordinate frame), when (observed_at, ISO 8601 UTC) and in which memory. Objects are what stored memories name
+in context.object ({"id": "mug-3", "label": "red mug"}). Ask by object_id for one object, or by query in words
+("the red mug", "红色杯子", "where is my charger"): only objects whose sightings contain the words are
+returned, best match first, so an object never seen returns {"objects": []} — then say you have not seen it,
+never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
+just before the move). since/until (ISO 8601, epoch seconds, or -30m/-2h/-7d) and region narrow the sightings.
+Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", "memory_id", "sightings"}]}.""",
+    "around": """\
+What is around me now? The objects whose latest sighting lies within radius (metres) of position ([x, y] or
+[x, y, z], e.g. the robot's own position) in frame (default "map"; positions in other frames never count),
+nearest first with their distance, and the most recent memories recorded there. An object that was seen here
+earlier but has since been seen elsewhere is not listed (it moved). since keeps only objects seen after that
+time (ISO 8601, epoch seconds, or -1d). Returns {"objects": [{"object_id", "label", "position", "frame",
+"observed_at", "memory_id", "sightings", "distance"}], "memories": [...]} (memories as recall returns them).""",
     "save_perception": """\
 Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
 trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and
@@ -146,7 +166,7 @@ PARAMETER_HINTS: dict[tuple[str, str], str] = {
 }
 
 
-# ---- the seven tools ----------------------------------------------------------------------------------
+# ---- the nine tools -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -176,6 +196,8 @@ class Operation:
 OPERATIONS: tuple[Operation, ...] = (
     Operation("learn", "Learn from experience", LearnInput, LearnResult),
     Operation("recall", "Recall relevant experience", RecallInput, RecallResult, read_only=True),
+    Operation("last_seen", "Where an object was last seen", LastSeenInput, LastSeenResult, read_only=True),
+    Operation("around", "Objects and memories around a position", AroundInput, AroundResult, read_only=True),
     Operation("save_perception", "Save a perception", SavePerceptionInput, PerceptionResult),
     # forget only marks the memory invalidated (it stays in the file with its reason), yet recall loses it.
     Operation("forget", "Forget a memory", ForgetInput, ForgetResult, destructive=True, idempotent=True),
@@ -281,7 +303,7 @@ class RobotMemServer(MCPServer):
 
 
 def build_server(memory: RobotMemory, *, ready: threading.Event | None = None) -> MCPServer:
-    """Return an MCP server whose seven tools call ``memory``.
+    """Return an MCP server whose nine tools call ``memory``.
 
     ``ready``, when given, is set once the embedder has been loaded in the background; tool calls wait
     for it so that a call arriving early does not load a second model.
