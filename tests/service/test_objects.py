@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.conftest import FakeClock, table_counts
 
 from robotmem import RobotMemory, ValidationError
-from tests.conftest import FakeClock, table_counts
 
 
 def _see(
@@ -112,7 +112,7 @@ def test_window_and_region_narrow_the_sightings(memory: RobotMemory, site: dict[
 def test_around_lists_what_is_here_now_nearest_first(memory: RobotMemory, site: dict[str, int]) -> None:
     here = memory.around([4, 4, 0], 3.5)
     assert [o["object_id"] for o in here["objects"]] == ["mug-9", "mug-3"]
-    assert here["objects"][0]["distance"] == pytest.approx(((1 + 1 + 0.64) ** 0.5))
+    assert here["objects"][0]["distance"] == pytest.approx((1 + 1 + 0.64) ** 0.5)
     # The pallet stood at bay one, but was seen at bay four since: it is not around bay one any more.
     assert "pallet-1" not in [o["object_id"] for o in memory.around([5, 5, 0], 1.0)["objects"]]
     assert [m["id"] for m in memory.around([5, 5, 0], 1.0)["memories"]] == [site["pallet_before"]]
