@@ -14,6 +14,7 @@ from tests.conftest import query_rows, table_counts
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.query.regions import Region
+from robotmem.store.sqlite import regions
 
 
 @pytest.fixture
@@ -189,10 +190,8 @@ def test_a_store_of_the_previous_version_gains_the_index(tmp_path: Path, setting
         )
     conn = sqlite3.connect(path, isolation_level=None)
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    for trigger in ("memory_positions_insert", "memory_positions_update", "memory_positions_delete"):
-        conn.execute(f"DROP TRIGGER {trigger}")
-    conn.execute("DROP TABLE memory_positions")
-    conn.execute("DROP TABLE memory_frames")
+    for statement in regions.DROP:
+        conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {version - 1}")
     conn.close()
     with RobotMemory(path, embed_backend="none", settings=settings) as new:

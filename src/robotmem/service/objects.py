@@ -54,7 +54,8 @@ class Track:
 
     object_id: str | None
     label: str | None
-    sightings: list[Memory] = field(default_factory=list)
+    sightings: list[Memory] = field(default_factory=list)  # newest first; the latest alone when counted
+    count: int | None = None  # how many sightings, when not all are in ``sightings``
 
     def result(self) -> ObjectSighting:
         latest = self.sightings[0]
@@ -69,7 +70,7 @@ class Track:
             "frame": frame if isinstance(frame, str) else DEFAULT_FRAME,
             "observed_at": _utc(sighting_time(latest)),
             "memory_id": latest.id,
-            "sightings": len(self.sightings),
+            "sightings": len(self.sightings) if self.count is None else self.count,
         }
 
 
@@ -247,15 +248,18 @@ def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str |
         filter=_joined(scope.filter, condition),
         region=scope.region,
     )
-    ids = tx.candidates(narrowed).listed(None, order=NEWEST_FIRST)
-    if not ids:
-        return []
-    fetched = tx.memories.fetch(ids)
-    sightings = [fetched[m] for m in ids if m in fetched]
+    source = tx.candidates(narrowed)
     if object_id is not None:
-        labels = [_object(m)[1] for m in sightings]
-        return [Track(object_id, next((lab for lab in labels if lab), None), sightings)]
-    return _grouped(label, sightings)
+        # The latest sighting alone is read (the store walks its time order), the others only counted.
+        latest = tx.memories.fetch(source.listed(1, order=NEWEST_FIRST))
+        if not latest:
+            return []
+        (sighting,) = latest.values()
+        count = len(source.listed(None, order="id"))
+        return [Track(object_id, _object(sighting)[1], [sighting], count)]
+    ids = source.listed(None, order=NEWEST_FIRST)
+    fetched = tx.memories.fetch(ids)
+    return _grouped(label, [fetched[m] for m in ids if m in fetched])
 
 
 def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:

@@ -14,6 +14,7 @@ from tests.strategies import json_objects
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
+from robotmem.store.sqlite import regions
 from robotmem.store.sqlite import schema as migrations
 from robotmem.text.naming import context_values
 
@@ -125,12 +126,8 @@ def test_a_version_4_file_gains_the_index_of_its_stored_contexts(tmp_path: Path)
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE context_values")
     conn.execute("DROP TABLE memory_episode_vectors")
-    for trigger in ("memory_positions_insert", "memory_positions_update", "memory_positions_delete"):
-        conn.execute(
-            f"DROP TRIGGER {trigger}"
-        )  # the later spatial index, dropped as a version-4 file lacks it
-    conn.execute("DROP TABLE memory_positions")
-    conn.execute("DROP TABLE memory_frames")
+    for statement in regions.DROP:  # the later spatial index, which a version-4 file lacks
+        conn.execute(statement)
     conn.execute("PRAGMA user_version = 4")
     conn.close()
     with RobotMemory(path, embed_backend="none", settings=Settings(home=tmp_path)) as mem:

@@ -29,6 +29,9 @@ from robotmem.text.tokens import or_match
 
 Scored = list[tuple[int, float]]
 IndexFor = Callable[[str, int], MirroredIndex]
+# Up to this many memories passing the mirror's mask, ``listed`` orders them by id list rather than asking
+# SQL to evaluate the scope on every row.
+_FEW_TO_ORDER = 5000
 _ORDERS = {"id": "m.id", "oldest": "m.created_at ASC, m.id ASC", "newest": "m.created_at DESC, m.id DESC"}
 
 
@@ -302,10 +305,19 @@ class MirrorCandidates:
         return {int(m): float(d) for m, d in zip(ids, far, strict=True)}
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
-        if order != "id":
+        passing = np.flatnonzero(self.allowed)
+        if order != "id" and len(passing) > _FEW_TO_ORDER:
             return self.sql.listed(limit, order=order, exclude=exclude)
-        spare = (int(m) for m in np.flatnonzero(self.allowed) if int(m) not in exclude)
-        return list(itertools.islice(spare, limit))
+        spare = [int(m) for m in passing if int(m) not in exclude]
+        if order == "id":
+            return spare[:limit] if limit is not None else spare
+        # Few memories pass: order them by their rows (no filter evaluated again on every row).
+        sql = f"SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(:ids)) ORDER BY {_ORDERS[order]}"
+        bound: dict[str, Any] = {"ids": json.dumps(spare)}
+        if limit is not None:
+            sql += " LIMIT :listed_limit"
+            bound["listed_limit"] = limit
+        return [int(r[0]) for r in self._conn.execute(sql, bound)]
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
         wanted = list(ids)

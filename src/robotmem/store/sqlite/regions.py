@@ -86,6 +86,16 @@ TRIGGERS = (
 )
 
 
+# What the migration adds, undone (tests write files of earlier versions this way).
+DROP = (
+    "DROP TRIGGER memory_positions_insert",
+    "DROP TRIGGER memory_positions_update",
+    "DROP TRIGGER memory_positions_delete",
+    "DROP TABLE memory_positions",
+    "DROP TABLE memory_frames",
+)
+
+
 def create(conn: sqlite3.Connection) -> None:
     """Create the index and its triggers, and fill it from every stored memory (a migration's step)."""
     for statement in (*CREATE, *TRIGGERS):
