@@ -30,7 +30,9 @@ from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine, iso
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
-from robotmem.store.protocol import RecallScope, StoreTx
+from robotmem.service.recall.scoring import bm25_words
+from robotmem.store.protocol import ChannelQuery, RecallScope, StoreTx
+from robotmem.text.tokens import or_match
 
 # When a sighting happened: the record field filters and the store's order use.
 # With event time stored, these become "observed_at" and the order "recent" (the one place to change).
@@ -199,21 +201,34 @@ def _keys(memories: Iterable[Memory]) -> list[tuple[str | None, str | None]]:
 
 
 def _described(engine: Engine, query: str, scope: RecallScope) -> list[tuple[str | None, str | None]]:
-    """The objects a description names, best first: the sightings whose words match it, ranked by recall.
+    """The objects a description names, best first: the sightings whose words match it, ranked by BM25.
 
-    Only a match of the words counts (a vector alone always finds a nearest object): a description of
-    nothing in memory finds nothing."""
-    plan = RecallPlan(
-        query=query,
-        n=min(_LABEL_POOL, engine.settings.max_n),
-        min_confidence=0.0,
-        collection=scope.collection,
-        filter=scope.filter,
-        region=scope.region,
-        own_robot=engine.robot_id,
+    Only the words count, not the vector channel: "the blue mug" must not resolve to the red mug whose
+    sightings sit nearer in meaning, and a description of nothing seen (whose rare words no sighting holds)
+    finds nothing, never the nearest object: a sighting counts only when a word of its object's label or
+    id is among the description's words ("where did I last see the red cup": red, cup)."""
+    settings = engine.settings.recall
+    words = bm25_words(query, settings.query_stopwords)
+    if or_match(words) is None:
+        return []
+    channel = ChannelQuery(
+        words=words, depth=_LABEL_POOL, min_coverage=0.0, k1=settings.bm25_k1, b=settings.bm25_b
     )
-    hits = execute(engine, plan).hits
-    return _keys(hit.memory for hit in hits if "text" in hit.matched_by)
+
+    asked = set(words)
+
+    def names(memory: Memory) -> bool:
+        # The description names the object: a word of its label (or id) is among the description's words.
+        object_id, label = _object(memory)
+        named = " ".join(part for part in (label, object_id) if part)
+        return bool(asked.intersection(bm25_words(named, settings.query_stopwords)))
+
+    def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
+        ids = [m for m, _ in tx.candidates(scope).ranked(channel).text]
+        fetched = tx.memories.fetch(ids)
+        return _keys(fetched[m] for m in ids if m in fetched and names(fetched[m]))
+
+    return engine.read(work)
 
 
 def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
