@@ -86,6 +86,14 @@ CREATE TRIGGER memory_positions_update AFTER UPDATE OF context, status ON memori
 """
 
 
+# What the migration adds, undone (tests write stores of earlier versions this way); the extension stays.
+DROP = (
+    "DROP TABLE memory_positions",
+    "DROP FUNCTION rm_index_position CASCADE",
+    "DROP FUNCTION rm_index_position_of",
+)
+
+
 def create(conn: psycopg.Connection[Any]) -> None:
     """Create the index and its trigger, and fill it from every stored memory (a migration's step)."""
     conn.execute(CREATE)
