@@ -197,3 +197,23 @@ def test_a_store_of_the_previous_version_gains_the_index(tmp_path: Path, setting
     with RobotMemory(path, embed_backend="none", settings=settings) as new:
         assert len(new.recall("", region={"center": [7, 1], "radius": 0.5})["memories"]) == 1
         assert len(new.recall("", region={"center": [7, 1], "radius": 0.5, "frame": "yard"})["memories"]) == 1
+
+
+def test_import_and_sync_carry_positions_into_the_other_store_s_index(
+    mem: RobotMemory, locate: Callable[[str], Any], settings: Settings, tmp_path: Path
+) -> None:
+    kept = _learn(mem, "the cart waits at the loading dock", [4.0, 1.0, 0.0])
+    _learn(mem, "the cart waits in the yard", [4.0, 1.0, 0.0], frame="odom")
+    mem.forget(_learn(mem, "the cart was never at the dock", [4.0, 1.1, 0.0]), "wrong sighting")
+    mem.export_memories(tmp_path / "out.jsonl")
+    dock = {"center": [4, 1, 0], "radius": 0.5}
+    with RobotMemory(locate("imported.db"), embed_backend="hash", settings=settings) as other:
+        other.import_memories(tmp_path / "out.jsonl")
+        found = other.recall("", n=10, region=dock)["memories"]
+        assert [m["content"] for m in found] == [mem.get_memory(kept)["content"]]
+    fleet = locate("fleet.db")
+    mem.sync(fleet)
+    with RobotMemory(fleet, embed_backend="hash", settings=settings) as shared:
+        found = shared.recall("", n=10, region=dock)["memories"]
+        assert [m["content"] for m in found] == [mem.get_memory(kept)["content"]]
+        assert len(shared.recall("", n=10, region={**dock, "frame": "odom"})["memories"]) == 1
