@@ -138,11 +138,13 @@ def end_session(session_id: str, outcome_score: float | None = None) -> EndSessi
 
 
 __all__ = [
+    "AroundResult",
     "ConflictError",
     "DatabaseError",
     "EmbeddingError",
     "EndSessionResult",
     "ForgetResult",
+    "LastSeenResult",
     "LearnResult",
     "NotFoundError",
     "PerceptionResult",

@@ -23,7 +23,7 @@ import numpy as np
 from robotmem.errors import ValidationError
 from robotmem.formats.inputs import AroundInput, LastSeenInput
 from robotmem.formats.results import AroundResult, LastSeenResult, ObjectSighting
-from robotmem.formats.serialize import hit_to_dict
+from robotmem.formats.serialize import around_result, last_seen_result, object_sighting, with_distance
 from robotmem.query.filters import All, Condition, Node
 from robotmem.query.regions import DEFAULT_FRAME, Region
 from robotmem.records import Hit, Memory
@@ -65,15 +65,15 @@ class Track:
         spatial = spatial if isinstance(spatial, dict) else {}
         position: Any = spatial.get("position")
         frame = spatial.get("frame", DEFAULT_FRAME)
-        return {
-            "object_id": self.object_id,
-            "label": self.label,
-            "position": [float(v) for v in position] if _is_point(position) else None,
-            "frame": frame if isinstance(frame, str) else DEFAULT_FRAME,
-            "observed_at": _utc(sighting_time(latest)),
-            "memory_id": latest.id,
-            "sightings": len(self.sightings) if self.count is None else self.count,
-        }
+        return object_sighting(
+            self.object_id,
+            self.label,
+            [float(v) for v in position] if _is_point(position) else None,
+            frame if isinstance(frame, str) else DEFAULT_FRAME,
+            _utc(sighting_time(latest)),
+            latest.id,
+            len(self.sightings) if self.count is None else self.count,
+        )
 
 
 def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
@@ -99,7 +99,7 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
                 break
         return tracks[: args.n]
 
-    return {"objects": [track.result() for track in engine.read(work)]}
+    return last_seen_result([track.result() for track in engine.read(work)])
 
 
 def around(engine: Engine, args: AroundInput) -> AroundResult:
@@ -119,8 +119,7 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
             for track in _tracks(tx, everywhere, object_id, label):
                 sighting = track.result()
                 if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
-                    sighting["distance"] = _distance(sighting["position"], region)
-                    found.append(sighting)
+                    found.append(with_distance(sighting, _distance(sighting["position"], region)))
         found.sort(key=lambda s: (s.get("distance", 0.0), s["memory_id"]))
         return found[: args.n]
 
@@ -135,7 +134,7 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
         own_robot=engine.robot_id,
     )
     hits: list[Hit] = execute(engine, plan).hits
-    return {"objects": objects, "memories": [hit_to_dict(hit, include_data=False) for hit in hits]}
+    return around_result(objects, hits)
 
 
 def _scope(collection: str, filter: Node | None, region: Region | None) -> RecallScope:
