@@ -311,9 +311,18 @@ class MirrorCandidates:
         spare = [int(m) for m in passing if int(m) not in exclude]
         if order == "id":
             return spare[:limit] if limit is not None else spare
-        # Few memories pass: order them by their rows (no filter evaluated again on every row).
-        sql = f"SELECT m.id FROM memories m WHERE m.id IN (SELECT value FROM json_each(:ids)) ORDER BY {_ORDERS[order]}"
-        bound: dict[str, Any] = {"ids": json.dumps(spare)}
+        # Few memories pass: order them by their rows (no filter evaluated again on every row). For the first
+        # few of many, walking the time index until enough of them appear reads fewer rows than sorting them
+        # all (``+m.id`` keeps SQLite from looking each id up instead); the created_at index starts with the
+        # collection.
+        walk = limit is not None and limit * len(self.allowed) < len(spare) * len(spare)
+        member = "+m.id" if walk else "m.id"
+        within = " AND m.collection = :collection" if walk and "created_at" in _ORDERS[order] else ""
+        sql = (
+            f"SELECT m.id FROM memories m WHERE {member} IN (SELECT value FROM json_each(:ids)){within} "
+            f"ORDER BY {_ORDERS[order]}"
+        )
+        bound: dict[str, Any] = {"ids": json.dumps(spare), "collection": self.sql.collection}
         if limit is not None:
             sql += " LIMIT :listed_limit"
             bound["listed_limit"] = limit
