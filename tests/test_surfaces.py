@@ -69,6 +69,32 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("forget", {"memory_id": 1, "reason": "measured with a broken sensor"}),
     ("recall", {"query": "grip force", "include_data": True}),
     ("recall", {"query": "杯子", "robots": "self"}),
+    (
+        "learn",
+        {
+            "insight": "saw the red mug on the kitchen counter",
+            "context": {
+                "object": {"id": "mug-3", "label": "red mug"},
+                "spatial": {"position": [2.0, 1.0, 0.9]},
+            },
+        },
+    ),
+    (
+        "learn",
+        {
+            "insight": "saw the pallet by the odom dock",
+            "context": {
+                "object": {"id": "pallet-1"},
+                "spatial": {"position": [2.0, 1.0, 0.0], "frame": "odom"},
+            },
+        },
+    ),
+    ("recall", {"query": "", "region": {"center": [2.0, 1.0], "radius": 0.5, "frame": "map"}}),
+    ("recall", {"query": "", "region": {"min": [1, 0, -1], "max": [3, 2, 1], "frame": "odom"}}),
+    ("last_seen", {"object_id": "mug-3"}),
+    ("last_seen", {"query": "the red mug"}),
+    ("last_seen", {"query": "a purple giraffe"}),
+    ("around", {"position": [2.0, 1.0, 0.5], "radius": 1.0}),
     # A repeat that differs only in function words is a duplicate on every door.
     ("learn", {"insight": "Grip mug with 12 N force"}),
     ("learn", {"insight": "Grip the mug with 12 N of force"}),
@@ -81,6 +107,15 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("recall", {"query": "cup", "robots": "arm 1"}, "invalid_input"),
     ("recall", {"query": "cup", "min_relevance": 1.5}, "invalid_input"),
     ("forget", {"memory_id": 999, "reason": "gone"}, "not_found"),
+    ("recall", {"query": "", "region": {"center": [1, 2], "radius": -1}}, "invalid_input"),
+    ("recall", {"query": "", "region": {"min": [0, 0], "max": [1, 1, 1]}}, "invalid_input"),
+    ("last_seen", {"query": "mug", "since": "yesterday"}, "invalid_input"),
+    (
+        "last_seen",
+        {"query": "mug", "since": "2026-03-02T00:00:00Z", "until": "2026-03-01T00:00:00Z"},
+        "invalid_input",
+    ),
+    ("around", {"position": [1.0, 2.0], "radius": 1.0, "frame": ""}, "invalid_input"),
 ]
 
 
@@ -176,9 +211,24 @@ CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
         *(["-n", str(a["n"])] if "n" in a else []),
         *(["--filter", json.dumps(a["context_filter"])] if "context_filter" in a else []),
         *(["--spatial-sort", json.dumps(a["spatial_sort"])] if "spatial_sort" in a else []),
+        *(["--region", json.dumps(a["region"])] if "region" in a else []),
         *(["--include-data"] if a.get("include_data") else []),
         *(["--robots", a["robots"]] if "robots" in a else []),
         *(["--min-relevance", str(a["min_relevance"])] if "min_relevance" in a else []),
+    ],
+    "last_seen": lambda a: [
+        "last-seen",
+        a.get("query", ""),
+        *(["--object-id", a["object_id"]] if "object_id" in a else []),
+        *(["--since", a["since"]] if "since" in a else []),
+        *(["--until", a["until"]] if "until" in a else []),
+    ],
+    "around": lambda a: [
+        "around",
+        *(str(v) for v in a["position"]),
+        "--radius",
+        str(a["radius"]),
+        *(["--frame", a["frame"]] if "frame" in a else []),
     ],
     "update": lambda a: ["update", str(a["memory_id"]), a["new_content"]],
     "forget": lambda a: ["forget", str(a["memory_id"]), "--reason", a["reason"]],
@@ -208,6 +258,13 @@ def test_every_door_returns_the_same_json_and_errors(tmp_path: Path, locate: Cal
     steps = len(SCRIPT)
     assert [kind for kind, _ in python] == ["ok"] * steps + ["error"] * len(BAD)
     assert python[2][1]["status"] == "duplicate"
+    where = {i: result for i, (kind, result) in enumerate(python[:steps]) if i >= 10}
+    assert [m["content"] for m in where[12]["memories"]] == ["saw the red mug on the kitchen counter"]
+    assert [m["content"] for m in where[13]["memories"]] == ["saw the pallet by the odom dock"]
+    assert [o["object_id"] for o in where[14]["objects"]] == ["mug-3"]
+    assert [o["object_id"] for o in where[15]["objects"]] == ["mug-3"]
+    assert where[16] == {"objects": []}
+    assert [(o["object_id"], o["distance"]) for o in where[17]["objects"]] == [("mug-3", pytest.approx(0.4))]
     relevant, nothing = python[steps - 2][1], python[steps - 1][1]
     assert relevant["memories"] and all(m["relevance"] >= 0.5 for m in relevant["memories"])
     assert relevant["note"] is None

@@ -18,8 +18,10 @@ from robotmem.errors import (
     ValidationError,
 )
 from robotmem.formats.results import (
+    AroundResult,
     EndSessionResult,
     ForgetResult,
+    LastSeenResult,
     LearnResult,
     PerceptionResult,
     RecallResult,
@@ -68,12 +70,39 @@ def recall(
     since: str | float | None = None,
     until: str | float | None = None,
     min_relevance: float | None = None,
+    region: dict[str, Any] | str | None = None,
 ) -> RecallResult:
     """``RobotMemory.recall`` on the default instance."""
     return default_memory().recall(
         query, n, min_confidence, session_id, context_filter, spatial_sort, collection, include_data, order,
-        robots, since, until, min_relevance,
+        robots, since, until, min_relevance, region,
     )  # fmt: skip
+
+
+def last_seen(
+    query: str = "",
+    object_id: str | None = None,
+    n: int = 5,
+    since: str | float | None = None,
+    until: str | float | None = None,
+    region: dict[str, Any] | str | None = None,
+    as_of: str | float | None = None,
+    collection: str | None = None,
+) -> LastSeenResult:
+    """``RobotMemory.last_seen`` on the default instance."""
+    return default_memory().last_seen(query, object_id, n, since, until, region, as_of, collection)
+
+
+def around(
+    position: list[float],
+    radius: float,
+    frame: str | None = None,
+    since: str | float | None = None,
+    n: int = 10,
+    collection: str | None = None,
+) -> AroundResult:
+    """``RobotMemory.around`` on the default instance."""
+    return default_memory().around(position, radius, frame, since, n, collection)
 
 
 def save_perception(
@@ -120,11 +149,13 @@ def end_session(session_id: str, outcome_score: float | None = None) -> EndSessi
 
 
 __all__ = [
+    "AroundResult",
     "ConflictError",
     "DatabaseError",
     "EmbeddingError",
     "EndSessionResult",
     "ForgetResult",
+    "LastSeenResult",
     "LearnResult",
     "NotFoundError",
     "PerceptionResult",
@@ -135,9 +166,11 @@ __all__ = [
     "UpdateResult",
     "ValidationError",
     "__version__",
+    "around",
     "default_memory",
     "end_session",
     "forget",
+    "last_seen",
     "learn",
     "recall",
     "save_perception",

@@ -32,6 +32,8 @@ pytestmark = pytest.mark.slow
 OUTPUT_TYPES: dict[str, Any] = {
     "learn": results.LearnResult,
     "recall": results.RecallResult,
+    "last_seen": results.LastSeenResult,
+    "around": results.AroundResult,
     "save_perception": results.PerceptionResult,
     "forget": results.ForgetResult,
     "update": results.UpdateResult,
@@ -121,7 +123,13 @@ def normalized(value: Any) -> Any:
     return value
 
 
-def test_list_tools_returns_the_seven_tools_with_schemas_and_hints(tmp_path: Path) -> None:
+def annotations_of(tools: dict[str, Any], name: str) -> bool:
+    """Whether tool ``name`` is marked read-only."""
+    hints = tools[name].annotations
+    return hints is not None and hints.read_only_hint is True
+
+
+def test_list_tools_returns_the_nine_tools_with_schemas_and_hints(tmp_path: Path) -> None:
     async def main() -> None:
         async with connect(tmp_path, tmp_path / "memory.db") as session:
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
@@ -143,8 +151,11 @@ def test_list_tools_returns_the_seven_tools_with_schemas_and_hints(tmp_path: Pat
         assert tools["learn"].input_schema["required"] == ["insight"]
         assert set(tools["recall"].input_schema["properties"]) == {
             "query", "n", "min_confidence", "session_id", "context_filter", "spatial_sort", "collection",
-            "include_data", "order", "robots", "since", "until",
+            "include_data", "order", "robots", "since", "until", "min_relevance", "region",
         }  # fmt: skip
+        assert tools["around"].input_schema["required"] == ["position", "radius"]
+        assert "never guess" in (tools["last_seen"].description or "")
+        assert annotations_of(tools, "last_seen") and annotations_of(tools, "around")
         assert tools["end_session"].input_schema["required"] == ["session_id"]
         assert "$between" in (tools["recall"].description or "")
         assert "spatial:" in (tools["learn"].description or "")
@@ -466,7 +477,7 @@ def test_a_stalled_embedder_blocks_neither_the_handshake_nor_other_requests(
                     await anyio.sleep(0.5)
                     for _ in range(3):
                         await session.send_ping()
-                        assert len((await session.list_tools()).tools) == 7
+                        assert len((await session.list_tools()).tools) == len(TOOL_NAMES)
                         pending_while_answered.append(not outcome)
                     release.set()
 

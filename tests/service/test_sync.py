@@ -14,6 +14,7 @@ from tests.conftest import FakeClock, has_tables
 
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
+from robotmem.store.sqlite import regions
 from robotmem.store.sqlite import schema as migrations
 
 LOCAL = {"id", "access_count", "last_accessed", "superseded_by", "merged_ids", "embedding_model"}
@@ -296,6 +297,7 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
     conn = sqlite3.connect(db)
     # Back to version 3: drop what versions 5 and 4 added, and the change rows version 2 files never had.
     for statement in (
+        *regions.DROP,  # and the later spatial index
         *(
             f"DROP TRIGGER {name}"
             for name in ("context_values_insert", "context_values_update", "context_values_delete")

@@ -10,6 +10,7 @@ model is validated with the settings (``validate_input(model, arguments, setting
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Self, TypeVar
 
@@ -31,6 +32,7 @@ from robotmem.formats.validation import (
     short_repr,
 )
 from robotmem.query.filters import Node, parse_filter
+from robotmem.query.regions import INDEXED_PATHS, Region, parse_frame, parse_region
 from robotmem.query.spatial import SpatialSort, parse_spatial_sort
 from robotmem.rules.inheritance import check_session_robot
 
@@ -155,7 +157,9 @@ class RecallInput(OperationInput):
         default=None, description='Structured filter, e.g. {"task.success": true}.'
     )
     spatial_sort: JsonObjectOrText = Field(
-        default=None, description='{"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5}.'
+        default=None,
+        description='Nearest first: {"field": "spatial.position", "target": [x, y, z], "max_distance": 0.5, '
+        '"frame": "map"}; only positions in that frame (default "map") are measured.',
     )
     collection: str | None = Field(
         default=None,
@@ -181,12 +185,24 @@ class RecallInput(OperationInput):
         description="With a query, leave out memories less relevant than this (0..1; default 0.5, the "
         "calibrated floor; 0 turns it off).",
     )
-    __slots__ = ("_filter", "_spatial", "_robots", "_since", "_until")
+    region: JsonObjectOrText = Field(
+        default=None,
+        description="Only memories whose position lies in a region of one frame: a sphere (a circle with 2 "
+        'coordinates) {"field": "spatial.position", "center": [x, y, z], "radius": 2.0, "frame": "map"} or a '
+        'box {"field": "spatial.position", "min": [x, y, z], "max": [x, y, z], "frame": "map"}. Applied '
+        "before any limit; combines with query, context_filter and spatial_sort.",
+    )
+    __slots__ = ("_filter", "_spatial", "_robots", "_since", "_until", "_region")
 
     @property
     def window(self) -> tuple[TimeBound | None, TimeBound | None]:
         """``(since, until)``: moments or offsets before now (None: unbounded)."""
         return self._since, self._until
+
+    @property
+    def region_parsed(self) -> Region | None:
+        """The parsed ``region`` (None: none)."""
+        return self._region
 
     @property
     def filter(self) -> Node | None:
@@ -213,6 +229,7 @@ class RecallInput(OperationInput):
         self._check_name("session_id")
         self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
         self._spatial = parse_spatial_sort(self.spatial_sort)
+        self._region = parse_region(self.region)
         self._robots = parse_robots(self.robots)
         self._since = parse_time_bound("since", self.since)
         self._until = parse_time_bound("until", self.until)
@@ -415,3 +432,143 @@ def validate_items(
         except ValidationError as exc:
             raise ValidationError(f"{where}.{exc.message}") from None
     return parsed
+
+
+# ---- where and when: objects ------------------------------------------------------------------------
+
+# A moment or a window bound: ISO 8601 with a zone, epoch seconds, or (bounds) a span before now.
+Moment = str | float | None
+_RELATIVE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_moment(field: str, raw: Any, *, relative: bool = True) -> float | tuple[str, float] | None:
+    """Return epoch seconds for ISO 8601 text with a zone or epoch seconds, ``("ago", seconds)`` for a
+    span before now (``now``, ``-30m``, ``-2h``, ``-7d``), None for None; ``ValidationError`` naming
+    ``field`` otherwise. (One parser serves these inputs until recall's time windows share theirs.)"""
+    from datetime import datetime
+
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise ValidationError(
+            f"{field}: must be an ISO 8601 time with a zone or epoch seconds, got {short_repr(raw)}"
+        )
+    if isinstance(raw, (int, float)):
+        return float(raw)
+    text = raw.strip()
+    if relative and text.lower() == "now":
+        return ("ago", 0.0)
+    if relative and len(text) > 2 and text[0] == "-" and text[-1].lower() in _RELATIVE_UNITS:
+        try:
+            return ("ago", float(text[1:-1]) * _RELATIVE_UNITS[text[-1].lower()])
+        except ValueError:
+            pass
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
+    except ValueError:
+        raise ValidationError(
+            f"{field}: must be an ISO 8601 time with a zone, epoch seconds"
+            + (", now, or a span before now such as -30m, -2h, -7d" if relative else "")
+            + f", got {short_repr(raw)}"
+        ) from None
+    if moment.tzinfo is None:
+        raise ValidationError(f"{field}: {short_repr(raw)} has no zone; add one (Z or +00:00)")
+    return moment.timestamp()
+
+
+class LastSeenInput(OperationInput):
+    """Where each matching object was last seen."""
+
+    query: str = Field(
+        default="",
+        description='The object in words, any language ("the red mug", "红色杯子"); matched against the '
+        "labels and sightings. Empty with object_id, or to list the objects seen most recently.",
+    )
+    object_id: str | None = Field(
+        default=None, description='The object\'s id as sightings name it (context.object.id, e.g. "mug-3").'
+    )
+    n: int = Field(default=5, ge=1, le=100, description="How many objects to return, best match first.")
+    since: Moment = Field(
+        default=None, description="Only sightings at or after this time (ISO 8601, epoch seconds, or -2h)."
+    )
+    until: Moment = Field(default=None, description="Only sightings at or before this time.")
+    region: JsonObjectOrText = Field(
+        default=None,
+        description='Only sightings in this region: {"center": [x, y, z], "radius": r, "frame": "map"} '
+        'or {"min": [...], "max": [...], "frame": "map"}.',
+    )
+    as_of: Moment = Field(
+        default=None,
+        description="Where the object was at this time: its latest sighting at or before it "
+        '("where was the pallet before it was moved?").',
+    )
+    collection: str | None = Field(
+        default=None, description="Collection to search (default: the instance's)."
+    )
+    __slots__ = ("_region", "_window")
+
+    @property
+    def region_parsed(self) -> Region | None:
+        return self._region
+
+    @property
+    def window(self) -> tuple[Any, Any, Any]:
+        """``since``, ``until`` and ``as_of`` parsed (``parse_moment``); spans before now resolved later."""
+        return self._window
+
+    def _check(self, settings: Settings) -> None:
+        self.query = parse_text("query", self.query, min_chars=0, max_chars=MAX_QUERY_CHARS)
+        if self.object_id is not None and not (0 < len(self.object_id) <= 200):
+            raise ValidationError(f"object_id: must be 1..200 characters, got {len(self.object_id)}")
+        self._check_name("collection")
+        self._region = parse_region(self.region)
+        self._window = (
+            parse_moment("since", self.since),
+            parse_moment("until", self.until),
+            parse_moment("as_of", self.as_of),
+        )
+
+
+class AroundInput(OperationInput):
+    """The objects near a position now, and the latest memories there."""
+
+    position: list[float] = Field(
+        min_length=2,
+        max_length=3,
+        description="Where: [x, y] or [x, y, z] in the frame (the robot's position).",
+    )
+    radius: float = Field(ge=0.0, description="How far from the position, in the frame's units (metres).")
+    frame: str | None = Field(
+        default=None, description='The coordinate frame of the position (default "map").'
+    )
+    since: Moment = Field(
+        default=None,
+        description="Only objects last seen at or after this time (ISO 8601, epoch seconds, -1d).",
+    )
+    n: int = Field(default=10, ge=1, le=100, description="How many objects and memories to return.")
+    collection: str | None = Field(
+        default=None, description="Collection to search (default: the instance's)."
+    )
+    __slots__ = ("_region", "_since")
+
+    @property
+    def region_parsed(self) -> Region:
+        return self._region
+
+    @property
+    def since_parsed(self) -> Any:
+        return self._since
+
+    def _check(self, settings: Settings) -> None:
+        self._check_name("collection")
+        if not all(math.isfinite(v) for v in self.position):
+            raise ValidationError(f"position: must hold finite numbers, got {short_repr(self.position)}")
+        if not math.isfinite(self.radius):
+            raise ValidationError(f"radius: must be a finite number, got {short_repr(self.radius)}")
+        frame = parse_frame(self.frame, "frame")
+        self._region = Region(INDEXED_PATHS[0], frame, center=tuple(self.position), radius=self.radius)
+        self._since = parse_moment("since", self.since)

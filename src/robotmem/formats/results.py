@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, with_config
 from typing_extensions import NotRequired, TypedDict
 
-# The seven operations' results carry a docstring under each key: MCP's output schemas are derived from
+# The operations' results carry a docstring under each key: MCP's output schemas are derived from
 # these types, and the docstrings become the field descriptions a client reads.
 described = with_config(ConfigDict(use_attribute_docstrings=True))
 
@@ -637,3 +637,43 @@ class EmbeddingStatus(TypedDict):
     search_mode: Literal["hybrid", "bm25_only"]
     search_mode_reason: str
     background_backfill: bool
+
+
+@described
+class ObjectSighting(TypedDict):
+    """An object and where it was seen last (``last_seen``, ``around``)."""
+
+    object_id: str | None
+    """The id its sightings name (null for an object known by its label alone)."""
+    label: str | None
+    """Its label (the latest a sighting gave)."""
+    position: list[float] | None
+    """Where it was seen: [x, y] or [x, y, z] in ``frame``."""
+    frame: str
+    """The coordinate frame of the position ("map" when the sighting named none)."""
+    observed_at: str
+    """When that sighting happened, ISO 8601 UTC."""
+    memory_id: int
+    """The memory of that sighting."""
+    sightings: int
+    """How many sightings of the object the question covered."""
+    distance: NotRequired[float]
+    """``around``: from the asked position."""
+
+
+@described
+class LastSeenResult(TypedDict):
+    """Result of last_seen."""
+
+    objects: list[ObjectSighting]
+    """Each matching object's latest sighting, best match first (empty: no such object seen)."""
+
+
+@described
+class AroundResult(TypedDict):
+    """Result of around."""
+
+    objects: list[ObjectSighting]
+    """Objects whose latest sighting lies within the radius, nearest first."""
+    memories: list[RecallHit]
+    """The most recent memories within the radius."""

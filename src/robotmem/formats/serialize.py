@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from robotmem.formats.results import (
+    AroundResult,
     AutoInferred,
     Axis,
     BackfillResult,
@@ -31,6 +32,7 @@ from robotmem.formats.results import (
     ImportResult,
     IntegrityCheck,
     IntegrityResult,
+    LastSeenResult,
     LearnResult,
     ListedEpisode,
     ListedMemory,
@@ -39,6 +41,7 @@ from robotmem.formats.results import (
     MemoryDetail,
     MemoryPage,
     MemoryRecord,
+    ObjectSighting,
     ParamField,
     ParamFieldsResult,
     ParamOutcomeResult,
@@ -777,3 +780,39 @@ def imported_result(
         "vectors": dict(counts["vectors"]),
         "without_vector": without_vector,
     }
+
+
+def object_sighting(
+    object_id: str | None,
+    label: str | None,
+    position: list[float] | None,
+    frame: str,
+    observed_at: str,
+    memory_id: int,
+    sightings: int,
+) -> ObjectSighting:
+    """Return an object's sighting as ``last_seen`` and ``around`` list it (``observed_at`` in ISO 8601 UTC)."""
+    return {
+        "object_id": object_id,
+        "label": label,
+        "position": position,
+        "frame": frame,
+        "observed_at": observed_at,
+        "memory_id": memory_id,
+        "sightings": sightings,
+    }
+
+
+def with_distance(sighting: ObjectSighting, distance: float) -> ObjectSighting:
+    """Return ``sighting`` with its distance from the asked position (``around``)."""
+    return {**sighting, "distance": distance}
+
+
+def last_seen_result(objects: Sequence[ObjectSighting]) -> LastSeenResult:
+    """Return ``last_seen``'s result: the objects best match first."""
+    return {"objects": list(objects)}
+
+
+def around_result(objects: Sequence[ObjectSighting], hits: Sequence[Hit]) -> AroundResult:
+    """Return ``around``'s result: the objects nearest first, and the memories there as recall gives them."""
+    return {"objects": list(objects), "memories": [hit_to_dict(hit, include_data=False) for hit in hits]}

@@ -12,17 +12,20 @@ import numpy as np
 import numpy.typing as npt
 
 from robotmem.errors import ValidationError
+from robotmem.query.regions import DEFAULT_FRAME, parse_frame
 
 MAX_DIMENSIONS = 16
 
 
 @dataclass(frozen=True, slots=True)
 class SpatialSort:
-    """Sort by Euclidean distance from ``target`` to the list at ``path`` in the context."""
+    """Sort by Euclidean distance from ``target`` to the list at ``path`` in the context, among the
+    positions in ``frame`` (``query.regions``: other frames' positions count as absent)."""
 
     path: tuple[str, ...]
     target: tuple[float, ...]
     max_distance: float | None = None
+    frame: str = DEFAULT_FRAME
 
 
 def _fail(problem: str) -> ValidationError:
@@ -51,9 +54,9 @@ def parse_spatial_sort(raw: Any, *, max_bytes: int = 16384) -> SpatialSort | Non
             f'must be an object like {{"field": "spatial.position", "target": [x, y, z]}}, '
             f"got {type(raw).__name__}"
         )
-    unknown = set(raw) - {"field", "target", "max_distance"}
+    unknown = set(raw) - {"field", "target", "max_distance", "frame"}
     if unknown:
-        raise _fail(f"unknown key(s) {sorted(unknown)}; expected field, target, max_distance")
+        raise _fail(f"unknown key(s) {sorted(unknown)}; expected field, target, max_distance, frame")
     field = raw.get("field")
     if not isinstance(field, str) or not field or '"' in field or any(not part for part in field.split(".")):
         raise _fail("field must be a dot path to a coordinate list, e.g. 'spatial.object_position'")
@@ -69,7 +72,10 @@ def parse_spatial_sort(raw: Any, *, max_bytes: int = 16384) -> SpatialSort | Non
     if path[0] == "context":
         path = path[1:]
     return SpatialSort(
-        path, tuple(float(v) for v in target), None if max_distance is None else float(max_distance)
+        path,
+        tuple(float(v) for v in target),
+        None if max_distance is None else float(max_distance),
+        parse_frame(raw.get("frame"), "spatial_sort.frame"),
     )
 
 

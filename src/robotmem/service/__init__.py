@@ -5,6 +5,7 @@ engine.py      Engine — store, settings, clock, embedder, the current session
 operations.py  which feature function runs each operation's input model (RobotMemory.run)
 memories.py    learn, update, forget, get_memory (dedup on learn)
 perceptions.py save_perception, save_perceptions
+objects.py     last_seen, around: objects that persist, tracked across their sightings
 sessions.py    start_session, end_session (consolidation, decay, related memories), get_session
 browse.py      read-only views for dashboards and the web UI; episodes with robot, task and outcome
 charts.py      the web UI's map and parameters against outcome

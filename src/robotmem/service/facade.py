@@ -17,8 +17,10 @@ from typing import Any, TypeVar
 from robotmem.config import Settings, load_settings
 from robotmem.embedders import Embedder
 from robotmem.formats.inputs import (
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     MemoryIdInput,
     OperationInput,
@@ -30,6 +32,7 @@ from robotmem.formats.inputs import (
     validate_items,
 )
 from robotmem.formats.results import (
+    AroundResult,
     BackfillResult,
     BackupResult,
     CategoriesResult,
@@ -43,6 +46,7 @@ from robotmem.formats.results import (
     ForgetResult,
     ImportResult,
     IntegrityResult,
+    LastSeenResult,
     LearnResult,
     MapResult,
     MemoryDetail,
@@ -69,6 +73,7 @@ from robotmem.service import (
     charts,
     maintenance,
     memories,
+    objects,
     operations,
     perceptions,
     recall,
@@ -184,10 +189,14 @@ class RobotMemory:
         since: str | float | None = None,
         until: str | float | None = None,
         min_relevance: float | None = None,
+        region: dict[str, Any] | str | None = None,
     ) -> RecallResult:
         """Return ``{"memories", "total", "mode", "query_ms", "collections", "warnings", "note"}`` for the
         most relevant memories: ``collections`` names the collections searched (``collection="*"``: every
         one), ``warnings`` why the filter may match nothing (docs/filters.md).
+
+        ``region`` keeps only memories whose position lies in a sphere/circle or box of one frame
+        (docs/where-and-when.md), before any limit.
 
         With a query, each memory carries its ``relevance`` (0..1, comparable across queries) and those
         below ``min_relevance`` (default 0.5, the embedding model's calibrated floor; 0 keeps them all) are
@@ -203,6 +212,41 @@ class RobotMemory:
         filter/spatial sort/``robots``.
         """
         return recall.recall(self._engine, self._input(RecallInput, locals()))
+
+    def last_seen(
+        self,
+        query: str = "",
+        object_id: str | None = None,
+        n: int = 5,
+        since: str | float | None = None,
+        until: str | float | None = None,
+        region: dict[str, Any] | str | None = None,
+        as_of: str | float | None = None,
+        collection: str | None = None,
+    ) -> LastSeenResult:
+        """Return ``{"objects": [...]}``: for each matching object its latest sighting, best match first.
+
+        An object is what sightings name in ``context.object`` (``id``, ``label``); ``object_id`` asks for
+        one, ``query`` describes it in words (only sightings whose words match count, so an unknown object
+        finds nothing); ``as_of`` asks where it was at that time; ``since``/``until``/``region`` narrow the
+        sightings. Each object: ``object_id``, ``label``, ``position``, ``frame``, ``observed_at`` (ISO 8601
+        UTC), ``memory_id``, ``sightings``. Raises ``ValidationError`` for a bad region or time.
+        """
+        return objects.last_seen(self._engine, self._input(LastSeenInput, locals()))
+
+    def around(
+        self,
+        position: list[float],
+        radius: float,
+        frame: str | None = None,
+        since: str | float | None = None,
+        n: int = 10,
+        collection: str | None = None,
+    ) -> AroundResult:
+        """Return ``{"objects", "memories"}``: the objects whose latest sighting lies within ``radius`` of
+        ``position`` in ``frame`` (default "map"), nearest first with their ``distance``, and the most
+        recent memories there. Raises ``ValidationError`` for a bad position, radius, frame or time."""
+        return objects.around(self._engine, self._input(AroundInput, locals()))
 
     def save_perception(
         self,

@@ -6,8 +6,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from robotmem.formats.inputs import (
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     MemoryIdInput,
     OperationInput,
@@ -16,7 +18,7 @@ from robotmem.formats.inputs import (
     StartSessionInput,
     UpdateInput,
 )
-from robotmem.service import browse, charts, memories, perceptions, recall, sessions
+from robotmem.service import browse, charts, memories, objects, perceptions, recall, sessions
 from robotmem.service.browse import (
     CategoriesInput,
     CollectionInput,
@@ -32,6 +34,8 @@ from robotmem.service.engine import Engine
 OPERATIONS: dict[type[OperationInput], Callable[[Engine, Any], Mapping[str, Any]]] = {
     LearnInput: memories.learn,
     RecallInput: recall.recall,
+    LastSeenInput: objects.last_seen,
+    AroundInput: objects.around,
     SavePerceptionInput: perceptions.save_perception,
     ForgetInput: memories.forget,
     UpdateInput: memories.update,

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from robotmem.query.filters import Node
+from robotmem.query.regions import Region
 from robotmem.query.spatial import SpatialSort
 from robotmem.records import (
     EpisodeQuery,
@@ -63,6 +64,7 @@ class RecallScope:
     session_id: str | None = None
     exclude_session: str | None = None
     filter: Node | None = None
+    region: Region | None = None  # only memories whose position lies in it (the engine's spatial index)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import psycopg
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.store.postgres import schema
+from robotmem.store.postgres import regions, schema
 
 
 def _counts(dsn: str) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
@@ -88,6 +88,8 @@ def test_a_version_2_store_is_counted_when_opened(postgres_server: Any, tmp_path
             conn.execute("ALTER TABLE memories DROP COLUMN observed_at CASCADE")  # version 4
             conn.execute("DROP TABLE context_value_counts")
             conn.execute("DROP FUNCTION rm_count_value_rows CASCADE")
+            for statement in regions.DROP:  # and the later spatial index
+                conn.execute(statement)
             conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
         with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
             _learn(mem, 9)

@@ -14,6 +14,7 @@ from tests.strategies import json_objects
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
+from robotmem.store.sqlite import regions
 from robotmem.store.sqlite import schema as migrations
 from robotmem.text.naming import context_values
 
@@ -125,6 +126,8 @@ def test_a_version_4_file_gains_the_index_of_its_stored_contexts(tmp_path: Path)
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE context_values")
     conn.execute("DROP TABLE memory_episode_vectors")
+    for statement in regions.DROP:  # the later spatial index, which a version-4 file lacks
+        conn.execute(statement)
     conn.execute("DROP TRIGGER memories_logged_update")
     conn.execute("DROP INDEX idx_mem_observed")
     conn.execute("DROP INDEX idx_mem_observed_in")

@@ -17,8 +17,10 @@ from robotmem.adapters.cli.tables import recall_table
 from robotmem.config import load_settings
 from robotmem.formats.inputs import (
     ALL_COLLECTIONS,
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     OperationInput,
     RecallInput,
@@ -124,6 +126,8 @@ _NEGATIVE_OR_RELATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+(\.\d+)?[smhdw]$")
 _INPUTS: dict[str, type[OperationInput]] = {
     "learn": LearnInput,
     "recall": RecallInput,
+    "last_seen": LastSeenInput,
+    "around": AroundInput,
     "save_perception": SavePerceptionInput,
     "forget": ForgetInput,
     "update": UpdateInput,
@@ -152,6 +156,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--session-id", dest="session_id")
     p.add_argument("--filter", dest="context_filter")
     p.add_argument("--spatial-sort", dest="spatial_sort")
+    p.add_argument(
+        "--region",
+        help='JSON sphere {"center": [x, y, z], "radius": r, "frame": "map"} or box {"min": [...], "max": [...]}',
+    )
     p.add_argument("--include-data", dest="include_data", action="store_true", default=None)
     p.add_argument(
         "--order",
@@ -193,6 +201,22 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="print a table (the default on a terminal)",
     )
     p.set_defaults(run=_recall, output=None)
+    p = sub.add_parser("last-seen", parents=[common], help="where an object was last seen")
+    p.add_argument("query", nargs="?", default="", help='the object in words ("the red mug"), or empty')
+    p.add_argument("--object-id", dest="object_id")
+    p.add_argument("-n", type=int)
+    p.add_argument("--since", help="ISO 8601 with a zone, epoch seconds, or a span before now (-2h)")
+    p.add_argument("--until")
+    p.add_argument("--as-of", dest="as_of", help="where it was at this time")
+    p.add_argument("--region", help="JSON sphere or box, as for recall --region")
+    p.set_defaults(run=_operation("last_seen"))
+    p = sub.add_parser("around", parents=[common], help="objects and memories around a position")
+    p.add_argument("position", type=float, nargs="+", help="x y [z]")
+    p.add_argument("--radius", type=float, required=True)
+    p.add_argument("--frame")
+    p.add_argument("--since")
+    p.add_argument("-n", type=int)
+    p.set_defaults(run=_operation("around"))
     p = sub.add_parser("save-perception", parents=[common], help="store a perception")
     p.add_argument("description")
     p.add_argument(

@@ -1,4 +1,4 @@
-"""The MCP server: the seven operations as tools over stdio, all calling one ``RobotMemory``.
+"""The MCP server: the nine operations as tools over stdio, all calling one ``RobotMemory``.
 
 Only this package imports the ``mcp`` SDK (2.x); ``stdio`` is its transport. The tools are thin: on a worker
 thread, so SQLite and embedding never stall the protocol, the arguments are validated once into the
@@ -30,8 +30,10 @@ from robotmem import RobotMemError, RobotMemory, __version__
 from robotmem.adapters.mcp.stdio import claim_stdio, run_stdio
 from robotmem.formats import strict_json
 from robotmem.formats.inputs import (
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     OperationInput,
     RecallInput,
@@ -41,8 +43,10 @@ from robotmem.formats.inputs import (
     validate_input,
 )
 from robotmem.formats.results import (
+    AroundResult,
     EndSessionResult,
     ForgetResult,
+    LastSeenResult,
     LearnResult,
     PerceptionResult,
     RecallResult,
@@ -95,6 +99,11 @@ spatial_sort select the memories. Narrow the search with:
   "$or": [{"robot.type": "Fetch"}, {"tags": {"$contains": "grasping"}}]}
 - spatial_sort: {"field": "spatial.object_position", "target": [1.3, 0.7, 0.42], "max_distance": 0.5}
   orders by Euclidean distance to target, nearest first; max_distance drops memories farther away.
+  Positions compare only within one coordinate frame (context spatial.frame; none named = "map"): add
+  "frame": "odom" to sort another frame's positions.
+- region: only memories whose spatial.position lies in a sphere {"center": [x, y, z], "radius": 2.0,
+  "frame": "map"} (2 numbers: a circle on the floor) or a box {"min": [x, y, z], "max": [x, y, z],
+  "frame": "map"}; boundary included. Use it for "what happened in the kitchen" or "near the dock".
 - since / until: only memories observed in that window (when they happened, not when stored): ISO 8601
   with a zone, epoch seconds, "now", or a time before now such as "-30m", "-2h", "-7d". "What did I see in
   the last hour?" is since="-1h". They restrict before any limit, with or without a query.
@@ -116,6 +125,22 @@ params/spatial/robot/task also at top level, and spatial_distance when spatial_s
 data and metadata come only with include_data=true.
 An empty memories list with a note means the robot has no relevant experience for this query in this
 scope: decide without it (or explore, then learn the outcome); do not retry the same query.""",
+    "last_seen": """\
+Where did I last see it? For each object matching the question, its latest sighting: where (position and
+coordinate frame), when (observed_at, ISO 8601 UTC) and in which memory. Objects are what stored memories name
+in context.object ({"id": "mug-3", "label": "red mug"}). Ask by object_id for one object, or by query in words
+("the red mug", "红色杯子", "where is my charger"): only objects whose sightings contain the words are
+returned, best match first, so an object never seen returns {"objects": []} — then say you have not seen it,
+never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
+just before the move). since/until (ISO 8601, epoch seconds, or -30m/-2h/-7d) and region narrow the sightings.
+Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", "memory_id", "sightings"}]}.""",
+    "around": """\
+What is around me now? The objects whose latest sighting lies within radius (metres) of position ([x, y] or
+[x, y, z], e.g. the robot's own position) in frame (default "map"; positions in other frames never count),
+nearest first with their distance, and the most recent memories recorded there. An object that was seen here
+earlier but has since been seen elsewhere is not listed (it moved). since keeps only objects seen after that
+time (ISO 8601, epoch seconds, or -1d). Returns {"objects": [{"object_id", "label", "position", "frame",
+"observed_at", "memory_id", "sightings", "distance"}], "memories": [...]} (memories as recall returns them).""",
     "save_perception": """\
 Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
 trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and
@@ -161,7 +186,7 @@ PARAMETER_HINTS: dict[tuple[str, str], str] = {
 }
 
 
-# ---- the seven tools ----------------------------------------------------------------------------------
+# ---- the nine tools -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -191,6 +216,8 @@ class Operation:
 OPERATIONS: tuple[Operation, ...] = (
     Operation("learn", "Learn from experience", LearnInput, LearnResult),
     Operation("recall", "Recall relevant experience", RecallInput, RecallResult, read_only=True),
+    Operation("last_seen", "Where an object was last seen", LastSeenInput, LastSeenResult, read_only=True),
+    Operation("around", "Objects and memories around a position", AroundInput, AroundResult, read_only=True),
     Operation("save_perception", "Save a perception", SavePerceptionInput, PerceptionResult),
     # forget only marks the memory invalidated (it stays in the file with its reason), yet recall loses it.
     Operation("forget", "Forget a memory", ForgetInput, ForgetResult, destructive=True, idempotent=True),
@@ -293,7 +320,7 @@ class RobotMemServer(MCPServer):
 
 
 def build_server(memory: RobotMemory) -> MCPServer:
-    """Return an MCP server whose seven tools call ``memory``."""
+    """Return an MCP server whose nine tools call ``memory``."""
     tools = []
     functions: dict[str, ToolFunction] = {}
     for operation in OPERATIONS:

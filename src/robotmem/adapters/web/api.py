@@ -20,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from robotmem import RobotMemory
 from robotmem.adapters.web.remote import local_paths, without_paths
 from robotmem.formats.inputs import (
+    AroundInput,
     EndSessionInput,
     ForgetInput,
+    LastSeenInput,
     LearnInput,
     MemoryIdInput,
     RecallInput,
@@ -253,6 +255,18 @@ def learn(body: LearnInput) -> Mapping[str, Any]:
 @api_bp.post("/recall", tags=[_operations])
 def recall(body: RecallInput) -> Mapping[str, Any]:
     """Find the most relevant memories (JSON body; context_filter and spatial_sort as objects)."""
+    return memory().run(body)
+
+
+@api_bp.post("/last_seen", tags=[_operations])
+def last_seen(body: LastSeenInput) -> Mapping[str, Any]:
+    """Where each matching object was last seen (by object_id, or a description in words; as_of: then)."""
+    return memory().run(body)
+
+
+@api_bp.post("/around", tags=[_operations])
+def around(body: AroundInput) -> Mapping[str, Any]:
+    """The objects whose latest sighting lies within a radius of a position, and the latest memories there."""
     return memory().run(body)
 
 

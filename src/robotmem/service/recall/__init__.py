@@ -49,6 +49,7 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         session_id=args.session_id,
         filter=args.filter,
         spatial=args.spatial,
+        region=args.region_parsed,
         include_data=args.include_data,
         order=args.order,
         robots=resolve_robots(args.robot_ids, acting),

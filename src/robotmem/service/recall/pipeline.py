@@ -147,7 +147,7 @@ def run_on(
         score_candidates(source, plan.query, channels.ranked, settings, plan.n, reader) if plan.query else {}
     )
     gate = relevance_gate(source, tx, plan, channels) if plan.query else None
-    pool, near = candidate_pool(source, plan, channels, fused, gate)
+    pool, near = candidate_pool(source, tx, plan, channels, fused, gate)
     relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
     if gate is not None and plan.spatial is None:
         pool = [m for m in pool if relevance[m] >= gate.min_relevance]
@@ -237,6 +237,7 @@ def relevance_gate(
 
 def candidate_pool(
     source: CandidateSource,
+    tx: StoreTx,
     plan: RecallPlan,
     channels: Channels,
     fused: dict[int, float],
@@ -252,10 +253,12 @@ def candidate_pool(
         if not plan.query:
             pool += source.listed(plan.n, order=_LISTED.get(plan.order, "newest"))
         return pool, {}
+    # Only positions in the sort's frame are measured; memories of other frames stay, as if without one.
+    measured = tx.candidates(plan.frame_scope)
     if relevant is None:
-        near = source.nearest(plan.spatial, plan.n)
+        near = measured.nearest(plan.spatial, plan.n)
         return list(near) + source.listed(plan.n, order="id", exclude=set(near)), near
-    near = nearest_relevant(source, plan.spatial, plan.n, relevant)
+    near = nearest_relevant(measured, plan.spatial, plan.n, relevant)
     kept = relevant.among(fused)
     return [m for m in fused if m in kept] + [m for m in near if m not in fused], near
 

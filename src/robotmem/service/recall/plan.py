@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from robotmem.query.filters import All, Condition, Node
+from robotmem.query.regions import Region, in_frame
 from robotmem.query.spatial import SpatialSort
 from robotmem.store.protocol import RecallScope
 
@@ -29,6 +31,7 @@ class RecallPlan:
     until: str | None = None
     # With a query, memories less relevant are left out (0: none is; None: relevance.default_min_relevance).
     min_relevance: float | None = 0.0
+    region: Region | None = None
 
     @property
     def scope(self) -> RecallScope:
@@ -47,6 +50,18 @@ class RecallPlan:
             session_id=self.session_id,
             exclude_session=self.exclude_session,
             filter=_joined(self.filter, conditions),
+            region=self.region,
+        )
+
+    @property
+    def frame_scope(self) -> RecallScope:
+        """The scope of the memories a spatial sort measures: those whose position is in its frame."""
+        scope = self.scope
+        if self.spatial is None:
+            return scope
+        frame = in_frame(self.spatial.path, self.spatial.frame)
+        return dataclasses.replace(
+            scope, filter=frame if scope.filter is None else All((scope.filter, frame))
         )
 
 

@@ -32,7 +32,7 @@ import psycopg
 from robotmem.query.bm25 import K1, B
 from robotmem.query.filters import UNCACHED_FIELDS, reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.postgres import text_index
+from robotmem.store.postgres import regions, text_index
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
@@ -308,11 +308,23 @@ class PgCandidates:
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
+        # The process's masks are kept per predicate without the region (a region is new at every call);
+        # the region's memories, from the spatial index, narrow the mask and the SQL alike.
+        self._mask_where, self._mask_params = self.where, dict(self.params)
+        self._region = regions.within(conn, scope.region) if scope.region is not None else None
+        if self._region is not None:
+            self.where += " AND m.id = ANY(%(p_region)s)"
+            self.params["p_region"] = self._region.tolist()
 
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
         if self._masks is not None:
-            self._allowed = self._masks.allowed(self._conn, self.where, self.params)
+            allowed = self._masks.allowed(self._conn, self._mask_where, self._mask_params)
+            if allowed is not None and self._region is not None:
+                inside = np.zeros(len(allowed), dtype=np.bool_)
+                inside[self._region[self._region < len(inside)]] = True
+                allowed = allowed & inside
+            self._allowed = allowed
             self._masks = None
         return self._allowed
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import psycopg
 
 from robotmem.errors import DatabaseError
+from robotmem.store.postgres import regions
 from robotmem.store.shared.identity import derived_robot_id
 from robotmem.text.taxonomy import tag_rows
 
@@ -458,11 +459,18 @@ def _migrate_v4(conn: psycopg.Connection) -> None:
     conn.execute(_V4)
 
 
+def _migrate_spatial_index(conn: psycopg.Connection) -> None:
+    """The spatial index of ``spatial.position`` (``store/postgres/regions.py``): ``cube`` + GiST by frame
+    and coordinates, kept by a trigger on ``memories``, filled here from every active memory."""
+    regions.create(conn)
+
+
 MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
+    _migrate_spatial_index,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

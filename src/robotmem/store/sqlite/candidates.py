@@ -11,6 +11,7 @@ the same scope.
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from robotmem.query import bm25
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
-from robotmem.store.sqlite import search, values
+from robotmem.store.sqlite import regions, search, values
 from robotmem.store.sqlite.filters import to_sql
 from robotmem.store.sqlite.mirror import BoolArray, RecallMirror
 from robotmem.store.sqlite.vectors import MirroredIndex
@@ -28,6 +29,9 @@ from robotmem.text.tokens import or_match
 
 Scored = list[tuple[int, float]]
 IndexFor = Callable[[str, int], MirroredIndex]
+# Up to this many memories passing the mirror's mask, ``listed`` orders them by id list rather than asking
+# SQL to evaluate the scope on every row.
+_FEW_TO_ORDER = 5000
 _ORDERS = {
     "id": "m.id",
     "oldest": "m.created_at ASC, m.id ASC",
@@ -92,6 +96,11 @@ class SqlCandidates:
         self.episode_index_for = episode_index_for
         self.collection = scope.collection
         self.where, self.params = predicate(scope)
+        # The region's memories, from the spatial index: one more condition of every question.
+        self.region_ids = regions.within(conn, scope.region) if scope.region is not None else None
+        if self.region_ids is not None:
+            self.where += " AND m.id IN (SELECT value FROM json_each(:p_region))"
+            self.params["p_region"] = json.dumps(self.region_ids.tolist())
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
     def ranked(self, query: ChannelQuery) -> Ranked:
@@ -249,6 +258,10 @@ class MirrorCandidates:
             exclude_session=scope.exclude_session,
             filter=scope.filter,
         )
+        if sql.region_ids is not None:
+            inside = np.zeros(len(self.allowed), dtype=np.bool_)
+            inside[sql.region_ids[sql.region_ids < len(inside)]] = True
+            self.allowed = self.allowed & inside
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
     def ranked(self, query: ChannelQuery) -> Ranked:
@@ -297,10 +310,28 @@ class MirrorCandidates:
         return {int(m): float(d) for m, d in zip(ids, far, strict=True)}
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
-        if order != "id":
+        passing = np.flatnonzero(self.allowed)
+        if order != "id" and len(passing) > _FEW_TO_ORDER:
             return self.sql.listed(limit, order=order, exclude=exclude)
-        spare = (int(m) for m in np.flatnonzero(self.allowed) if int(m) not in exclude)
-        return list(itertools.islice(spare, limit))
+        spare = [int(m) for m in passing if int(m) not in exclude]
+        if order == "id":
+            return spare[:limit] if limit is not None else spare
+        # Few memories pass: order them by their rows (no filter evaluated again on every row). For the first
+        # few of many, walking the time index until enough of them appear reads fewer rows than sorting them
+        # all (``+m.id`` keeps SQLite from looking each id up instead); the created_at and observed_at
+        # indexes start with the collection.
+        walk = limit is not None and limit * len(self.allowed) < len(spare) * len(spare)
+        member = "+m.id" if walk else "m.id"
+        within = " AND m.collection = :collection" if walk else ""
+        sql = (
+            f"SELECT m.id FROM memories m WHERE {member} IN (SELECT value FROM json_each(:ids)){within} "
+            f"ORDER BY {_ORDERS[order]}"
+        )
+        bound: dict[str, Any] = {"ids": json.dumps(spare), "collection": self.sql.collection}
+        if limit is not None:
+            sql += " LIMIT :listed_limit"
+            bound["listed_limit"] = limit
+        return [int(r[0]) for r in self._conn.execute(sql, bound)]
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
         wanted = list(ids)

@@ -13,7 +13,7 @@ from pathlib import Path
 from robotmem.errors import DatabaseError
 from robotmem.store.shared.identity import derived_robot_id
 from robotmem.store.shared.terms import FTS_TOKENIZER
-from robotmem.store.sqlite import values
+from robotmem.store.sqlite import regions, values
 from robotmem.store.sqlite.connection import describe_error, write
 from robotmem.text.taxonomy import tag_rows
 
@@ -270,6 +270,12 @@ def _migrate_v6(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_spatial_index(conn: sqlite3.Connection) -> None:
+    """The spatial index of ``spatial.position`` (``store/sqlite/regions.py``): an R*Tree by frame and
+    coordinates, kept by triggers on ``memories``, filled here from every active memory."""
+    regions.create(conn)
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
@@ -277,6 +283,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v4,
     _migrate_v5,
     _migrate_v6,
+    _migrate_spatial_index,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,329 @@
+"""Objects that persist: ``last_seen`` ("where did I last see the red mug?") and ``around`` ("what is
+around me now?"), over the sightings recall already indexes.
+
+A sighting is any memory whose context names an object: ``{"object": {"id": "mug-3", "label": "red mug"}}``
+with a position (``spatial.position``, ``spatial.frame``). An object with an id is every sighting of that id,
+whatever the distance between them: a later sighting elsewhere means it moved, and the earlier ones stay its
+history. Sightings with a label and no id are grouped by ``GROUP_RADIUS``: in time order, a sighting joins
+the group of the same label and frame whose latest position lies within the radius, else it starts one.
+
+The time of a sighting is ``sighting_time``; the store orders sightings by ``SIGHTING_FIELD``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+
+from robotmem.errors import ValidationError
+from robotmem.formats.inputs import AroundInput, LastSeenInput
+from robotmem.formats.results import AroundResult, LastSeenResult, ObjectSighting
+from robotmem.formats.serialize import around_result, last_seen_result, object_sighting, with_distance
+from robotmem.query.filters import All, Condition, Node
+from robotmem.query.regions import DEFAULT_FRAME, Region
+from robotmem.records import Hit, Memory
+from robotmem.service.engine import Engine, iso
+from robotmem.service.recall.pipeline import execute
+from robotmem.service.recall.plan import RecallPlan
+from robotmem.service.recall.scoring import bm25_words
+from robotmem.store.protocol import ChannelQuery, RecallScope, StoreTx
+from robotmem.text.tokens import or_match
+
+# When a sighting happened: the record field filters and the store's order use.
+# With event time stored, these become "observed_at" and the order "recent" (the one place to change).
+SIGHTING_FIELD = "observed_at"
+NEWEST_FIRST = "recent"
+GROUP_RADIUS = 1.0  # metres: sightings of one label without an id closer than this are one object
+_LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
+_BLOCK = 500
+
+_HAS_OBJECT = Condition(("context", "object"), "$exists", True)
+
+
+def sighting_time(memory: Memory) -> str:
+    """When ``memory`` happened (stored form)."""
+    return memory.observed_at
+
+
+@dataclass
+class Track:
+    """One object's sightings in a question's scope, newest first."""
+
+    object_id: str | None
+    label: str | None
+    sightings: list[Memory] = field(default_factory=list)  # newest first; the latest alone when counted
+    count: int | None = None  # how many sightings, when not all are in ``sightings``
+
+    def result(self) -> ObjectSighting:
+        latest = self.sightings[0]
+        spatial = latest.context.get("spatial")
+        spatial = spatial if isinstance(spatial, dict) else {}
+        position: Any = spatial.get("position")
+        frame = spatial.get("frame", DEFAULT_FRAME)
+        return object_sighting(
+            self.object_id,
+            self.label,
+            [float(v) for v in position] if _is_point(position) else None,
+            frame if isinstance(frame, str) else DEFAULT_FRAME,
+            _utc(sighting_time(latest)),
+            latest.id,
+            len(self.sightings) if self.count is None else self.count,
+        )
+
+
+def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
+    """Return each matching object's latest sighting, best match first; see ``RobotMemory.last_seen``."""
+    since, until, as_of = args.window
+    now = engine.clock()
+    upper = _earliest(_stored(until, now), _stored(as_of, now))
+    window = _window(_stored(since, now), upper)
+    collection = engine.collection_for(args.collection)
+    scope = _scope(collection, _joined(_HAS_OBJECT, *window), args.region_parsed)
+    if args.object_id is not None:
+        keys: list[tuple[str | None, str | None]] = [(args.object_id, None)]
+    elif args.query:
+        keys = _described(engine, args.query, scope)
+    else:
+        keys = engine.read(lambda tx: _recent_keys(tx, scope, args.n))
+
+    def work(tx: StoreTx) -> list[Track]:
+        tracks: list[Track] = []
+        for object_id, label in keys:
+            tracks.extend(_tracks(tx, scope, object_id, label))
+            if len(tracks) >= args.n:
+                break
+        return tracks[: args.n]
+
+    return last_seen_result([track.result() for track in engine.read(work)])
+
+
+def around(engine: Engine, args: AroundInput) -> AroundResult:
+    """Return the objects last seen within the radius, nearest first, and the latest memories there."""
+    now = engine.clock()
+    since = _window(_stored(args.since_parsed, now), None)
+    collection = engine.collection_for(args.collection)
+    region = args.region_parsed
+    here = _scope(collection, _joined(_HAS_OBJECT, *since), region)
+    everywhere = _scope(collection, _joined(_HAS_OBJECT, *since), None)
+
+    def work(tx: StoreTx) -> list[ObjectSighting]:
+        found: list[ObjectSighting] = []
+        for object_id, label in _keys(
+            tx.memories.fetch(tx.candidates(here).listed(None, order="id")).values()
+        ):
+            for track in _tracks(tx, everywhere, object_id, label):
+                sighting = track.result()
+                if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
+                    found.append(with_distance(sighting, _distance(sighting["position"], region)))
+        found.sort(key=lambda s: (s.get("distance", 0.0), s["memory_id"]))
+        return found[: args.n]
+
+    objects = engine.read(work)
+    plan = RecallPlan(
+        query="",
+        n=args.n,
+        min_confidence=0.0,
+        collection=collection,
+        filter=_joined(None, *since),
+        region=region,
+        own_robot=engine.robot_id,
+    )
+    hits: list[Hit] = execute(engine, plan).hits
+    return around_result(objects, hits)
+
+
+def _scope(collection: str, filter: Node | None, region: Region | None) -> RecallScope:
+    return RecallScope(collection=collection, min_confidence=0.0, filter=filter, region=region)
+
+
+def _joined(first: Node | None, *more: Node) -> Node | None:
+    parts = [p for p in (first, *more) if p is not None]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else All(tuple(parts))
+
+
+def _window(since: str | None, until: str | None) -> list[Node]:
+    if since is not None and until is not None and since > until:
+        raise ValidationError(f"since: {since} is after until ({until}); the window would be empty")
+    bounds = [(since, "$gte"), (until, "$lte")]
+    return [Condition((SIGHTING_FIELD,), op, at) for at, op in bounds if at is not None]
+
+
+def _stored(moment: Any, now: datetime) -> str | None:
+    """A parsed moment (``parse_moment``) as a stored time, a span before now counted back from ``now``."""
+    if moment is None:
+        return None
+    if isinstance(moment, tuple):
+        return iso(now - timedelta(seconds=moment[1]))
+    try:
+        return iso(datetime.fromtimestamp(moment, tz=timezone.utc))
+    except (OverflowError, OSError, ValueError):
+        raise ValidationError(f"time: {moment} epoch seconds is out of range") from None
+
+
+def _earliest(*moments: str | None) -> str | None:
+    given = [m for m in moments if m is not None]
+    return min(given) if given else None
+
+
+def _utc(stored: str) -> str:
+    return datetime.fromisoformat(stored).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _object(memory: Memory) -> tuple[str | None, str | None]:
+    named = memory.context.get("object")
+    if not isinstance(named, dict):
+        return None, None
+    object_id, label = named.get("id"), named.get("label")
+    return (
+        object_id if isinstance(object_id, str) and object_id else None,
+        label if isinstance(label, str) and label else None,
+    )
+
+
+def _keys(memories: Iterable[Memory]) -> list[tuple[str | None, str | None]]:
+    """The objects ``memories`` name, in first-seen order: ``(id, None)``, or ``(None, label)`` without id."""
+    keys: dict[tuple[str | None, str | None], None] = {}
+    for memory in memories:
+        object_id, label = _object(memory)
+        if object_id is not None:
+            keys[(object_id, None)] = None
+        elif label is not None:
+            keys[(None, label)] = None
+    return list(keys)
+
+
+def _described(engine: Engine, query: str, scope: RecallScope) -> list[tuple[str | None, str | None]]:
+    """The objects a description names, best first: the sightings whose words match it, ranked by BM25.
+
+    Only the words count, not the vector channel: "the blue mug" must not resolve to the red mug whose
+    sightings sit nearer in meaning, and a description of nothing seen (whose rare words no sighting holds)
+    finds nothing, never the nearest object: a sighting counts only when a word of its object's label or
+    id is among the description's words ("where did I last see the red cup": red, cup)."""
+    settings = engine.settings.recall
+    words = bm25_words(query, settings.query_stopwords)
+    if or_match(words) is None:
+        return []
+    channel = ChannelQuery(
+        words=words, depth=_LABEL_POOL, min_coverage=0.0, k1=settings.bm25_k1, b=settings.bm25_b
+    )
+
+    asked = set(words)
+
+    def names(memory: Memory) -> bool:
+        # The description names the object: a word of its label (or id) is among the description's words.
+        object_id, label = _object(memory)
+        named = " ".join(part for part in (label, object_id) if part)
+        return bool(asked.intersection(bm25_words(named, settings.query_stopwords)))
+
+    def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
+        ids = [m for m, _ in tx.candidates(scope).ranked(channel).text]
+        fetched = tx.memories.fetch(ids)
+        return _keys(fetched[m] for m in ids if m in fetched and names(fetched[m]))
+
+    return engine.read(work)
+
+
+def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
+    ids = tx.candidates(scope).listed(None, order=NEWEST_FIRST)
+    keys: list[tuple[str | None, str | None]] = []
+    for start in range(0, len(ids), _BLOCK):
+        block = ids[start : start + _BLOCK]
+        fetched = tx.memories.fetch(block)
+        for key in _keys(fetched[m] for m in block if m in fetched):
+            if key not in keys:
+                keys.append(key)
+        if len(keys) >= n:
+            break
+    return keys
+
+
+def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str | None) -> list[Track]:
+    """The tracks of an object id (one), or of a label's sightings without id (grouped), newest first."""
+    if object_id is not None:
+        condition: Node = Condition(("context", "object", "id"), "$eq", object_id)
+    else:
+        condition = All(
+            (
+                Condition(("context", "object", "label"), "$eq", label),
+                Condition(("context", "object", "id"), "$exists", False),
+            )
+        )
+        # Only a string label: an id of another type is not an id (``_object``).
+    narrowed = RecallScope(
+        collection=scope.collection,
+        min_confidence=0.0,
+        filter=_joined(scope.filter, condition),
+        region=scope.region,
+    )
+    source = tx.candidates(narrowed)
+    if object_id is not None:
+        # The latest sighting alone is read (the store walks its time order), the others only counted.
+        latest = tx.memories.fetch(source.listed(1, order=NEWEST_FIRST))
+        if not latest:
+            return []
+        (sighting,) = latest.values()
+        count = len(source.listed(None, order="id"))
+        return [Track(object_id, _object(sighting)[1], [sighting], count)]
+    ids = source.listed(None, order=NEWEST_FIRST)
+    fetched = tx.memories.fetch(ids)
+    return _grouped(label, [fetched[m] for m in ids if m in fetched])
+
+
+def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:
+    """Sightings of one label without id, as objects: in time order, each joins the group of its frame
+    whose latest position is within ``GROUP_RADIUS``, else starts one; newest group first."""
+    groups: list[tuple[str, list[float] | None, Track]] = []
+    for memory in reversed(newest_first):
+        spatial = memory.context.get("spatial")
+        spatial = spatial if isinstance(spatial, dict) else {}
+        frame = spatial.get("frame", DEFAULT_FRAME)
+        position = spatial.get("position") if _is_point(spatial.get("position")) else None
+        for index, (group_frame, latest, track) in enumerate(groups):
+            if group_frame == frame and _near(latest, position):
+                track.sightings.insert(0, memory)
+                groups[index] = (group_frame, position, track)
+                break
+        else:
+            groups.append((frame, position, Track(None, label, [memory])))
+    tracks = [track for _, _, track in groups]
+    tracks.sort(key=lambda t: (sighting_time(t.sightings[0]), t.sightings[0].id), reverse=True)
+    return tracks
+
+
+def _near(a: list[float] | None, b: list[float] | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if len(a) != len(b):
+        return False
+    return math.dist(a, b) <= GROUP_RADIUS
+
+
+def _inside(region: Region, sighting: ObjectSighting) -> bool:
+    """Whether a sighting's position lies in ``region`` (its frame, its sphere or box, exactly)."""
+    position = sighting["position"]
+    if sighting["frame"] != region.frame or position is None or len(position) < region.dims:
+        return False
+    row = np.full((1, 3), np.nan)
+    row[0, : len(position)] = position
+    return bool(region.contains(row)[0])
+
+
+def _distance(position: list[float] | None, region: Region) -> float:
+    if position is None:
+        return math.inf
+    return math.dist(position[: region.dims], region.center)
+
+
+def _is_point(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) in (2, 3)
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    )

@@ -1,0 +1,125 @@
+"""The spatial index of ``spatial.position`` on PostgreSQL: ``cube`` boxes under a GiST index.
+
+``memory_positions`` holds one row per active memory with a position (a list of 2 or 3 numbers) and a
+frame (``query.regions``: none named is ``DEFAULT_FRAME``): the exact coordinates, and a ``cube`` whose
+first coordinate is a hash of the frame and whose next three are x, y, z (a 2-D position spans every z).
+The GiST index proposes the rows whose cube meets the region's bounding box; ``within`` keeps those of the
+frame that the region truly holds (``Region.contains``, float64) — the same rule as SQLite's R*Tree. A row
+trigger on ``memories`` keeps it (a schema migration adds it, with the contrib extension ``cube``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+
+from robotmem.query.regions import DEFAULT_FRAME, Region
+
+_ANY_Z = 1e300
+
+CREATE = f"""
+CREATE EXTENSION IF NOT EXISTS cube;
+CREATE TABLE memory_positions (
+    memory_id bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    frame     text NOT NULL,
+    dims      int NOT NULL,
+    x         float8 NOT NULL,
+    y         float8 NOT NULL,
+    z         float8,
+    box       cube NOT NULL
+);
+CREATE INDEX idx_memory_positions_box ON memory_positions USING gist (box);
+CREATE FUNCTION rm_index_position_of(memory bigint, context jsonb) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    p jsonb;
+    f jsonb;
+    fr text;
+    n int;
+    x float8;
+    y float8;
+    z float8;
+BEGIN
+    p := context #> '{{spatial,position}}';
+    f := context #> '{{spatial,frame}}';
+    IF f IS NULL THEN
+        fr := '{DEFAULT_FRAME}';
+    ELSIF jsonb_typeof(f) = 'string' THEN
+        fr := f #>> '{{}}';
+    ELSE
+        RETURN;
+    END IF;
+    IF p IS NULL OR jsonb_typeof(p) <> 'array' THEN
+        RETURN;
+    END IF;
+    IF jsonb_array_length(p) NOT IN (2, 3) THEN
+        RETURN;
+    END IF;
+    n := jsonb_array_length(p);
+    x := rm_coordinate(p -> 0);
+    y := rm_coordinate(p -> 1);
+    z := CASE WHEN n = 3 THEN rm_coordinate(p -> 2) END;
+    IF x IS NULL OR y IS NULL OR (n = 3 AND z IS NULL) THEN
+        RETURN;
+    END IF;
+    INSERT INTO memory_positions (memory_id, frame, dims, x, y, z, box) VALUES (
+        memory, fr, n, x, y, z,
+        cube(ARRAY[hashtext(fr)::float8, x, y, coalesce(z, -{_ANY_Z})],
+             ARRAY[hashtext(fr)::float8, x, y, coalesce(z, {_ANY_Z})]));
+END $$;
+CREATE FUNCTION rm_index_position() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        DELETE FROM memory_positions WHERE memory_id = OLD.id;
+    END IF;
+    IF NEW.status = 'active' THEN
+        PERFORM rm_index_position_of(NEW.id, NEW.context);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memory_positions_insert AFTER INSERT ON memories FOR EACH ROW
+    EXECUTE FUNCTION rm_index_position();
+CREATE TRIGGER memory_positions_update AFTER UPDATE OF context, status ON memories FOR EACH ROW
+    EXECUTE FUNCTION rm_index_position();
+"""
+
+
+# What the migration adds, undone (tests write stores of earlier versions this way); the extension stays.
+DROP = (
+    "DROP TABLE memory_positions",
+    "DROP FUNCTION rm_index_position CASCADE",
+    "DROP FUNCTION rm_index_position_of",
+)
+
+
+def create(conn: psycopg.Connection[Any]) -> None:
+    """Create the index and its trigger, and fill it from every stored memory (a migration's step)."""
+    conn.execute(CREATE)
+    rebuild(conn)
+
+
+def rebuild(conn: psycopg.Connection[Any]) -> int:
+    """Index every active memory again by the trigger's rule; return how many positions are indexed."""
+    conn.execute("DELETE FROM memory_positions")
+    conn.execute("SELECT count(rm_index_position_of(id, context)) FROM memories WHERE status = 'active'")
+    row = conn.execute("SELECT count(*) FROM memory_positions").fetchone()
+    return int(row[0]) if row else 0
+
+
+def within(conn: psycopg.Connection[Any], region: Region) -> npt.NDArray[np.int64]:
+    """The ids (ascending) of the active memories whose position lies in ``region``, exactly."""
+    low, high = region.bounds
+    z = (low[2], high[2]) if region.dims == 3 else (-_ANY_Z, _ANY_Z)
+    rows = conn.execute(
+        "SELECT memory_id, x, y, z FROM memory_positions "
+        "WHERE box && cube(ARRAY[hashtext(%(f)s)::float8, %(x0)s, %(y0)s, %(z0)s], "
+        "ARRAY[hashtext(%(f)s)::float8, %(x1)s, %(y1)s, %(z1)s]) AND frame = %(f)s",
+        {"f": region.frame, "x0": low[0], "x1": high[0], "y0": low[1], "y1": high[1], "z0": z[0], "z1": z[1]},
+    ).fetchall()
+    if not rows:
+        return np.zeros(0, dtype=np.int64)
+    table = np.array([(r[1], r[2], np.nan if r[3] is None else r[3]) for r in rows], dtype=np.float64)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return np.sort(ids[region.contains(table)])

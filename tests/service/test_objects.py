@@ -1,0 +1,146 @@
+"""Objects that persist, on every engine: ``last_seen`` (by id, by description, as of a time) and ``around``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.conftest import FakeClock, table_counts
+
+from robotmem import RobotMemory, ValidationError
+
+
+def _see(
+    memory: RobotMemory,
+    clock: FakeClock,
+    text: str,
+    label: str,
+    position: list[float],
+    object_id: str | None = None,
+    frame: str | None = None,
+) -> int:
+    clock.advance(minutes=10)
+    named: dict[str, Any] = {"label": label, **({"id": object_id} if object_id else {})}
+    spatial: dict[str, Any] = {"position": position, **({"frame": frame} if frame else {})}
+    result = memory.learn(text, context={"object": named, "spatial": spatial})
+    assert result["status"] == "created"
+    return int(result["memory_id"])
+
+
+@pytest.fixture
+def site(memory: RobotMemory, clock: FakeClock) -> dict[str, int]:
+    """A morning on a site: a mug seen twice, a pallet moved, a Chinese label, cones without ids."""
+    return {
+        "mug_early": _see(
+            memory, clock, "saw the red mug on the kitchen counter", "red mug", [1, 2, 0.9], "mug-3"
+        ),
+        "mug_late": _see(
+            memory, clock, "saw the red mug by the kitchen sink", "red mug", [1.4, 2, 0.9], "mug-3"
+        ),
+        "cup": _see(memory, clock, "saw the red cup on the lab shelf", "red cup", [10, 2, 1.5], "cup-1"),
+        "pallet_before": _see(memory, clock, "the pallet stands at bay one", "pallet", [5, 5, 0], "pallet-1"),
+        "pallet_after": _see(
+            memory, clock, "the pallet stands at bay four", "pallet", [20, 5, 0], "pallet-1"
+        ),
+        "teapot": _see(memory, clock, "看到红色杯子在桌子上", "红色杯子", [3, 3, 0.8], "mug-9"),
+        "cone_a1": _see(
+            memory, clock, "a traffic cone in the yard, first look", "cone", [1, 1, 0], frame="odom"
+        ),
+        "cone_a2": _see(
+            memory, clock, "a traffic cone in the yard, second look", "cone", [1.3, 1, 0], frame="odom"
+        ),
+        "cone_b": _see(memory, clock, "a traffic cone by the gate", "cone", [15, 1, 0], frame="odom"),
+    }
+
+
+def test_an_object_by_id_is_its_latest_sighting_wherever_it_moved(
+    memory: RobotMemory, site: dict[str, int]
+) -> None:
+    (pallet,) = memory.last_seen(object_id="pallet-1")["objects"]
+    assert pallet == {
+        "object_id": "pallet-1",
+        "label": "pallet",
+        "position": [20.0, 5.0, 0.0],
+        "frame": "map",
+        "observed_at": "2026-01-01T12:50:00Z",
+        "memory_id": site["pallet_after"],
+        "sightings": 2,
+    }
+    assert memory.last_seen(object_id="no-such-thing") == {"objects": []}
+
+
+def test_as_of_answers_where_it_was_before_it_moved(memory: RobotMemory, site: dict[str, int]) -> None:
+    (before,) = memory.last_seen(object_id="pallet-1", as_of="2026-01-01T12:49:59Z")["objects"]
+    assert before["memory_id"] == site["pallet_before"] and before["position"] == [5.0, 5.0, 0.0]
+    assert memory.last_seen(object_id="pallet-1", as_of="2026-01-01T12:00:00Z") == {"objects": []}
+    epoch = 1767272400  # 2026-01-01T13:00:00Z
+    assert (
+        memory.last_seen(object_id="pallet-1", as_of=epoch)["objects"][0]["memory_id"] == site["pallet_after"]
+    )
+
+
+def test_a_description_finds_the_object_it_names_and_never_a_wrong_one(
+    memory: RobotMemory, site: dict[str, int]
+) -> None:
+    found = memory.last_seen("where is the red mug")["objects"]
+    assert found[0]["object_id"] == "mug-3" and found[0]["memory_id"] == site["mug_late"]
+    assert memory.last_seen("红色杯子")["objects"][0]["object_id"] == "mug-9"
+    assert memory.last_seen("the purple giraffe") == {"objects": []}
+
+
+def test_sightings_without_an_id_group_by_label_and_distance(
+    memory: RobotMemory, site: dict[str, int]
+) -> None:
+    cones = memory.last_seen("cone")["objects"]
+    assert [(c["object_id"], c["memory_id"], c["sightings"]) for c in cones] == [
+        (None, site["cone_b"], 1),
+        (None, site["cone_a2"], 2),
+    ]
+    assert {c["frame"] for c in cones} == {"odom"}
+
+
+def test_window_and_region_narrow_the_sightings(memory: RobotMemory, site: dict[str, int]) -> None:
+    kitchen = {"center": [1.2, 2, 0.9], "radius": 0.5}
+    found = memory.last_seen(object_id="mug-3", region={**kitchen, "center": [1, 2, 0.9], "radius": 0.1})[
+        "objects"
+    ]
+    assert found[0]["memory_id"] == site["mug_early"] and found[0]["sightings"] == 1
+    assert memory.last_seen(object_id="mug-3", until="2026-01-01T12:15:00Z")["objects"][0]["sightings"] == 1
+    assert memory.last_seen(object_id="mug-3", since="-5m")["objects"] == []  # relative to the clock
+
+
+def test_around_lists_what_is_here_now_nearest_first(memory: RobotMemory, site: dict[str, int]) -> None:
+    here = memory.around([4, 4, 0], 3.5)
+    assert [o["object_id"] for o in here["objects"]] == ["mug-9", "mug-3"]
+    assert here["objects"][0]["distance"] == pytest.approx((1 + 1 + 0.64) ** 0.5)
+    # The pallet stood at bay one, but was seen at bay four since: it is not around bay one any more.
+    assert "pallet-1" not in [o["object_id"] for o in memory.around([5, 5, 0], 1.0)["objects"]]
+    assert [m["id"] for m in memory.around([5, 5, 0], 1.0)["memories"]] == [site["pallet_before"]]
+    yard = memory.around([1, 1], 1.0, frame="odom")
+    assert [(o["label"], o["memory_id"]) for o in yard["objects"]] == [("cone", site["cone_a2"])]
+    assert memory.around([1, 1], 1.0)["objects"] == []  # the map's (1, 1) is another place
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda m: m.last_seen("mug", since="yesterday"), "since: must be an ISO 8601 time"),
+        (
+            lambda m: m.last_seen("mug", as_of="2026-01-01T12:00:00"),
+            "as_of: '2026-01-01T12:00:00' has no zone",
+        ),
+        (lambda m: m.last_seen("mug", since="2026-01-02T00:00:00Z", until="2026-01-01T00:00:00Z"), "since:"),
+        (lambda m: m.last_seen("mug", region={"center": [1, 2], "radius": -1}), "region: radius"),
+        (lambda m: m.around([1.0], 1.0), "position"),
+        (lambda m: m.around([1.0, 2.0], -1.0), "radius"),
+        (lambda m: m.around([1.0, 2.0], 1.0, frame=""), "frame:"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field(
+    memory: RobotMemory, site: dict[str, int], call: Any, words: str
+) -> None:
+    before = table_counts(memory)
+    with pytest.raises(ValidationError) as caught:
+        call(memory)
+    assert words in str(caught.value)
+    assert table_counts(memory) == before
