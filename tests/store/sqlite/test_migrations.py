@@ -81,6 +81,8 @@ def _old_file(path: Path, version: int) -> None:
             }
             if "uid" in columns:
                 values["uid"] = f"{number:032x}"
+            if "observed_at" in columns:  # schema 6 on: when it happened
+                values["observed_at"] = _T0
             if "robot_id" in columns:  # schema 4 on: every write names the file's robot
                 values["robot_id"] = conn.execute("SELECT value FROM meta WHERE key = 'robot_id'").fetchone()[
                     0
