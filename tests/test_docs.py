@@ -128,6 +128,7 @@ def test_json_examples_in_the_filters_page_are_valid() -> None:
 
 
 FILE_SUFFIXES = {"py", "js", "css", "html", "md", "json", "png", "toml", "txt"}  # `charts.js` is a file
+CONTEXT_SECTIONS = {"spatial", "task", "params", "robot", "env", "object"}  # `spatial.position` is a path
 
 
 def code_spans(markdown: str) -> set[str]:
@@ -172,7 +173,12 @@ def test_every_module_attribute_the_recipes_name_exists(page: str) -> None:
     wrong = []
     for span in code_spans(read(page)):
         match = re.fullmatch(r"([a-z_]+)\.([A-Za-z_]+)", span)
-        if match is None or match.group(2) in FILE_SUFFIXES or len(by_stem.get(match.group(1), [])) != 1:
+        if (
+            match is None
+            or match.group(2) in FILE_SUFFIXES
+            or match.group(1) in CONTEXT_SECTIONS
+            or len(by_stem.get(match.group(1), [])) != 1
+        ):
             continue
         module = importlib.import_module(by_stem[match.group(1)][0])
         if not hasattr(module, match.group(2)):
