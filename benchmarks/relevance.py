@@ -46,7 +46,7 @@ def load_unanswerable(path: Path = UNANSWERABLE_FILE) -> list[dict[str, str]]:
 
 
 def labelled_run(
-    mem: RobotMemory, eval_set: EvalSet, loaded: LoadedSet, min_relevance: float
+    mem: RobotMemory, eval_set: EvalSet, loaded: LoadedSet, min_relevance: float | None
 ) -> tuple[dict[str, list[str]], int]:
     """Query id → ranked document ids at ``min_relevance``, and how many queries returned nothing."""
     rankings: dict[str, list[str]] = {}
@@ -66,7 +66,9 @@ def labelled_run(
 
 
 def unanswerable_run(
-    stores: Sequence[tuple[RobotMemory, list[str]]], queries: Sequence[dict[str, str]], min_relevance: float
+    stores: Sequence[tuple[RobotMemory, list[str]]],
+    queries: Sequence[dict[str, str]],
+    min_relevance: float | None,
 ) -> list[dict[str, Any]]:
     """Every unanswerable query in every collection: how many memories came back, and the best relevance."""
     rows = []
@@ -108,10 +110,24 @@ def empty_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def run(levels: Sequence[float], mode: str, log: Callable[[str], None] = print) -> dict[str, Any]:
+def level_name(level: float | None) -> str:
+    """A level's key: ``default`` is recall without ``min_relevance`` (the floor decides the whole answer)."""
+    return "default" if level is None else f"{level:g}"
+
+
+def parse_level(text: str) -> float | None:
+    return None if text == "default" else float(text)
+
+
+def run(levels: Sequence[float | None], mode: str, log: Callable[[str], None] = print) -> dict[str, Any]:
     base = Settings(embed_backend="auto" if mode == "hybrid" else "none")
     embedder = BatchingEmbedder(create_embedder(base)) if mode == "hybrid" else None
-    result: dict[str, Any] = {"levels": list(levels), "mode": mode, "sets": {}, "unanswerable": {}}
+    result: dict[str, Any] = {
+        "levels": [level_name(v) for v in levels],
+        "mode": mode,
+        "sets": {},
+        "unanswerable": {},
+    }
     with tempfile.TemporaryDirectory(prefix="robotmem-relevance-") as home:
         stores: list[tuple[RobotMemory, list[str]]] = []
         memories = []
@@ -132,14 +148,13 @@ def run(levels: Sequence[float], mode: str, log: Callable[[str], None] = print) 
                 scored = {}
                 for floor in (0.0, *levels):
                     rankings, empty = labelled_run(mem, eval_set, loaded, floor)
-                    scored[f"{floor:g}"] = {
+                    key = level_name(floor)
+                    scored[key] = {
                         split: score_run(eval_set, rankings, ks=KS, query_ids=parts[split])
                         for split in ("all", "split:tune", "split:heldout")
                     }
-                    scored[f"{floor:g}"]["empty"] = empty
-                    log(
-                        f"  {name} at {floor:g}: recall@5 {scored[f'{floor:g}']['all']['recall@5']:.3f}, {empty} empty"
-                    )
+                    scored[key]["empty"] = empty
+                    log(f"  {name} at {key}: recall@5 {scored[key]['all']['recall@5']:.3f}, {empty} empty")
                 result["sets"][name] = scored
                 collections = (
                     sorted({d.collection or "" for d in eval_set.documents})
@@ -151,8 +166,8 @@ def run(levels: Sequence[float], mode: str, log: Callable[[str], None] = print) 
                 result["model"] = embedder.model_id
             for floor in levels:
                 rows = unanswerable_run(stores, load_unanswerable(), floor)
-                result["unanswerable"][f"{floor:g}"] = {"rows": rows, "shares": empty_shares(rows)}
-                log(f"  unanswerable at {floor:g}: {empty_shares(rows)['all']}")
+                result["unanswerable"][level_name(floor)] = {"rows": rows, "shares": empty_shares(rows)}
+                log(f"  unanswerable at {level_name(floor)}: {empty_shares(rows)['all']}")
         finally:
             for mem in memories:
                 mem.close()
@@ -161,7 +176,7 @@ def run(levels: Sequence[float], mode: str, log: Callable[[str], None] = print) 
 
 def render(result: dict[str, Any]) -> str:
     """Markdown: recall@5 at each min_relevance beside the gate off, then the unanswerable queries."""
-    levels = [f"{level:g}" for level in result["levels"]]
+    levels = list(result["levels"])
     header = ["min_relevance"]
     for name in result["sets"]:
         header += [f"{name} recall@5", f"{name} change", f"{name} empty"]
@@ -204,7 +219,13 @@ def render(result: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--min-relevance", type=float, nargs="+", default=[DEFAULT_MIN_RELEVANCE])
+    parser.add_argument(
+        "--min-relevance",
+        type=parse_level,
+        nargs="+",
+        default=[None, DEFAULT_MIN_RELEVANCE],
+        help="levels to measure; 'default' is recall without min_relevance",
+    )
     parser.add_argument("--mode", choices=("hybrid", "bm25"), default="hybrid")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)

@@ -62,10 +62,17 @@ def test_a_query_nothing_is_relevant_to_returns_nothing_and_says_why(bm25_memory
 
 def test_every_hit_carries_a_relevance_and_the_gate_keeps_the_relevant(bm25_memory: RobotMemory) -> None:
     mem = _stored(bm25_memory)
-    found = mem.recall("lidar missed the glass wall in corridor B at night, mug")
+    query = "lidar missed the glass wall in corridor B at night, mug"
+    # By default the floor decides whether anything is relevant: one memory is, so the ranking stands,
+    # the relevant memory first and each hit showing its own relevance.
+    found = mem.recall(query)
     assert found["note"] is None
-    assert [m["content"] for m in found["memories"]] == ["lidar missed the glass wall in corridor B"]
+    assert found["memories"][0]["content"] == "lidar missed the glass wall in corridor B"
     assert found["memories"][0]["relevance"] >= 0.5 and found["memories"][0]["score"] == 1.0
+    assert len(found["memories"]) > 1
+    # A min_relevance the caller gives also leaves out every memory below it.
+    strict = mem.recall(query, min_relevance=DEFAULT_MIN_RELEVANCE)
+    assert [m["content"] for m in strict["memories"]] == ["lidar missed the glass wall in corridor B"]
     # Off, the weaker matches (on "mug") come back with their own low relevance; scores stay relative.
     everything = mem.recall("lidar missed the glass wall in corridor B at night, mug", min_relevance=0)[
         "memories"

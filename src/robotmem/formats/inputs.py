@@ -182,8 +182,8 @@ class RecallInput(OperationInput):
     )
     min_relevance: float | None = Field(
         default=None,
-        description="With a query, leave out memories less relevant than this (0..1; default 0.5, the "
-        "calibrated floor; 0 turns it off).",
+        description="With a query, leave out memories less relevant than this (0..1). Default: the answer "
+        "is empty only when no memory reaches the calibrated floor 0.5; 0 turns the gate off.",
     )
     region: JsonObjectOrText = Field(
         default=None,

@@ -198,9 +198,10 @@ class RobotMemory:
         ``region`` keeps only memories whose position lies in a sphere/circle or box of one frame
         (docs/where-and-when.md), before any limit.
 
-        With a query, each memory carries its ``relevance`` (0..1, comparable across queries) and those
-        below ``min_relevance`` (default 0.5, the embedding model's calibrated floor; 0 keeps them all) are
-        left out: a query nothing is relevant to returns no memories, and ``note`` says why.
+        With a query, each memory carries its ``relevance`` (0..1, comparable across queries). A query no
+        memory is relevant to (none reaches the embedding model's calibrated floor, 0.5) returns no
+        memories, and ``note`` says why; a ``min_relevance`` given also leaves out each memory below it
+        (0 keeps them all).
 
         ``since``/``until`` keep memories observed in that window (ISO 8601 with a zone, epoch seconds,
         ``now``, or before now: ``-30m``, ``-2h``, ``-7d``), before any limit; ``order="recent"`` returns

@@ -173,7 +173,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--min-relevance",
         dest="min_relevance",
         type=float,
-        help="leave out memories less relevant than this, 0..1 (default 0.5, the calibrated floor; 0: off)",
+        help="leave out memories less relevant than this, 0..1 (default: empty only when none reaches 0.5, "
+        "the calibrated floor; 0: off)",
     )
     p.add_argument("--since", help=f"only memories observed at or after: {_TIME_BOUND}")
     p.add_argument("--until", help=f"only memories observed at or before: {_TIME_BOUND}")

@@ -112,8 +112,9 @@ spatial_sort select the memories. Narrow the search with:
 - robots: "self" for this robot's own experience, or robot ids (list or comma-separated); by default every
   robot's memories in the store, this robot's own ranked a little higher.
 - collection: one collection (default: the server's), or "*" for every collection.
-- min_relevance: with a query, memories less relevant than this are left out (0..1, default 0.5: the
-  calibrated floor; 0 returns the nearest memories however unrelated).
+- min_relevance: by default an answer is empty when no memory reaches the calibrated relevance floor (0.5),
+  else every hit comes with its relevance; given (0..1), memories less relevant are also left out; 0
+  returns the nearest memories however unrelated.
 Returns {"memories": [...], "total", "mode", "query_ms", "collections", "warnings", "note"}: collections
 names the collections searched; warnings (usually empty) says why a context_filter may match nothing (a
 path no memory in scope carries, with the nearest existing path, or a value of a type none stored there

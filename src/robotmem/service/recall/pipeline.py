@@ -150,7 +150,7 @@ def run_on(
     pool, near = candidate_pool(source, tx, plan, channels, fused, gate)
     relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
     if gate is not None and plan.spatial is None:
-        pool = [m for m in pool if relevance[m] >= gate.min_relevance]
+        pool = relevant_pool(pool, relevance, gate.min_relevance, each=plan.min_relevance is not None)
     # Time orders need every pooled memory's record; ranking by relevance only the chosen few's.
     needs_records = plan.order in ("time", "recent") or not plan.query
     records = tx.memories.fetch(pool) if needs_records else {}
@@ -186,6 +186,14 @@ def run_on(
         note = NOTHING_RELEVANT.format(floor=gate.min_relevance if gate is not None else 0.0)
     mode = channels.mode if plan.query else "filter_only"
     return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0, note)
+
+
+def relevant_pool(pool: list[int], relevance: dict[int, float], floor: float, *, each: bool) -> list[int]:
+    """The pool a relevance floor leaves. By default (``each`` False) the floor decides whether anything is
+    relevant at all: no memory reaches it, nothing is returned; one does, the ranking stands and every hit
+    shows its relevance. A ``min_relevance`` the caller gives (``each``) also leaves out every memory below."""
+    reached = [m for m in pool if relevance[m] >= floor]
+    return reached if each or not reached else pool
 
 
 def ranked_channels(

@@ -29,7 +29,8 @@ class RecallPlan:
     own_robot: str = ""  # whose memories the own-robot boost favours ("" = none)
     since: str | None = None  # stored times bounding ``observed_at`` (inclusive); None: unbounded
     until: str | None = None
-    # With a query, memories less relevant are left out (0: none is; None: relevance.default_min_relevance).
+    # With a query, memories less relevant are left out (0: none is); None: the default floor decides only
+    # whether anything at all is relevant (relevance.default_min_relevance, pipeline.relevant_pool).
     min_relevance: float | None = 0.0
     region: Region | None = None
 
