@@ -150,7 +150,9 @@ def run_on(
     pool, near = candidate_pool(source, tx, plan, channels, fused, gate)
     relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
     if gate is not None and plan.spatial is None:
-        pool = relevant_pool(pool, relevance, gate.min_relevance, each=plan.min_relevance is not None)
+        # Ordered by time, the ranking no longer puts the relevant first: the floor cuts each memory.
+        each = plan.min_relevance is not None or plan.order != "relevance"
+        pool = relevant_pool(pool, relevance, gate.min_relevance, each=each)
     # Time orders need every pooled memory's record; ranking by relevance only the chosen few's.
     needs_records = plan.order in ("time", "recent") or not plan.query
     records = tx.memories.fetch(pool) if needs_records else {}
