@@ -38,8 +38,9 @@ def chat(locate: Callable[[str], Any], settings: Settings) -> Iterator[tuple[Rob
 
 
 def _recall(mem: RobotMemory, query: str, **changes: Any) -> list[int]:
+    # Ranking mechanics on a few memories: the relevance gate is off (tests/service/test_relevance.py has it).
     mem.settings = mem.settings.replace(**{**BM25_ONLY, **changes})
-    return [int(m["id"]) for m in mem.recall(query, n=4, collection="chat")["memories"]]
+    return [int(m["id"]) for m in mem.recall(query, n=4, collection="chat", min_relevance=0)["memories"]]
 
 
 def test_a_context_value_makes_episodes_of_memories_learned_without_a_session(
@@ -64,7 +65,9 @@ def test_a_context_episode_ends_where_its_value_changes_and_passes_the_filters(
     assert found[0] == ids[3] and {ids[1], ids[2]} <= set(found)
     assert ids[4] not in found  # learned right after, but in the next session
     mem.settings = mem.settings.replace(**{**BM25_ONLY, **changes})
-    result = mem.recall("trip to the museum", n=8, collection="chat", context_filter={"kept": True})
+    result = mem.recall(
+        "trip to the museum", n=8, collection="chat", context_filter={"kept": True}, min_relevance=0
+    )
     returned = [int(m["id"]) for m in result["memories"]]
     assert ids[6] not in returned and ids[3] in returned  # the filtered-out turn never joins
 
@@ -112,7 +115,9 @@ def test_memories_dated_within_the_day_a_query_names_rise(
 
         def recall(boost: float) -> list[int]:
             mem.settings = mem.settings.replace(**BM25_ONLY, date_boost=boost)
-            return [int(m["id"]) for m in mem.recall(query, n=3, collection="diary")["memories"]]
+            return [
+                int(m["id"]) for m in mem.recall(query, n=3, collection="diary", min_relevance=0)["memories"]
+            ]
 
         assert recall(0.0)[0] == ids[0]  # more words in common, another day
         assert recall(1.0)[:2] == [ids[1], ids[0]]  # the dinner of that day; the fence matched no word
@@ -135,9 +140,9 @@ def test_created_at_dates_a_memory_whose_context_has_no_date(
         )
         query = "docking failures at station B on 2026-03-14"
         mem.settings = mem.settings.replace(**BM25_ONLY, date_boost=0.0)
-        plain = [int(m["id"]) for m in mem.recall(query, n=2, collection="dock")["memories"]]
+        plain = [int(m["id"]) for m in mem.recall(query, n=2, collection="dock", min_relevance=0)["memories"]]
         mem.settings = mem.settings.replace(date_boost=1.0)
-        dated = [int(m["id"]) for m in mem.recall(query, n=2, collection="dock")["memories"]]
+        dated = [int(m["id"]) for m in mem.recall(query, n=2, collection="dock", min_relevance=0)["memories"]]
         assert plain == [later, first]  # more of the query's words
         assert dated == [first, later]  # the one of the day the query names
 

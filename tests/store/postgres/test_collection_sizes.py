@@ -10,7 +10,7 @@ import psycopg
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.store.postgres import schema
+from robotmem.store.postgres import regions, schema
 
 
 def _sizes(dsn: str) -> tuple[dict[str, int], dict[str, int]]:
@@ -71,6 +71,8 @@ def test_a_version_1_store_is_counted_when_opened(postgres_server: Any, tmp_path
             for i in range(7):
                 mem.learn(f"lesson {i} about the welding torch angle {i * 5} degrees", collection=f"c{i % 2}")
         with psycopg.connect(dsn) as conn:  # back to what version 1 left
+            for statement in regions.DROP:  # version 5
+                conn.execute(statement)
             conn.execute("ALTER TABLE memories DROP COLUMN observed_at CASCADE")  # version 4
             conn.execute("DROP TABLE context_value_counts")  # version 3
             conn.execute("DROP FUNCTION rm_count_value_rows CASCADE")

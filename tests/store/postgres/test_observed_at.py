@@ -9,7 +9,7 @@ import psycopg
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
-from robotmem.store.postgres import schema
+from robotmem.store.postgres import regions, schema
 
 
 def _v3_store(dsn: str, tmp_path: Path) -> list[str]:
@@ -18,6 +18,8 @@ def _v3_store(dsn: str, tmp_path: Path) -> list[str]:
         for i in range(3):
             mem.learn(f"shelf {i} holds the spare batteries", collection="depot")
     with psycopg.connect(dsn) as conn:
+        for statement in regions.DROP:  # the later spatial index
+            conn.execute(statement)
         conn.execute(
             "ALTER TABLE memories DROP COLUMN observed_at CASCADE"
         )  # its index and the trigger go too
