@@ -26,7 +26,9 @@ _FRAME = (
     "WHEN json_type(m.context, '$.spatial.frame') = 'text' THEN json_extract(m.context, '$.spatial.frame') END)"
 )
 # A memory that names an object at a position: an object sighting.
-_SIGHTING = "(json_type(m.context, '$.object') = 'object' AND json_type(m.context, '$.spatial.position') = 'array')"
+_SIGHTING = (
+    "(json_type(m.context, '$.object') = 'object' AND json_type(m.context, '$.spatial.position') = 'array')"
+)
 
 
 def _text_of(path: str) -> str:
