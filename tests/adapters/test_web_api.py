@@ -192,7 +192,7 @@ def test_map_shows_one_frame_and_the_objects_seen_in_it(memory: RobotMemory, cli
     assert [t["memory_id"] for t in mug["track"]] == [ids["mug1"], ids["mug2"], ids["mug3"]]
     assert [t["observed_at"] for t in mug["track"]][0] == "2026-03-02T08:00:00Z"
     # Cones without an id: the second within 1 m of the first is the same cone, the third another.
-    cones = sorted(([t["memory_id"] for t in o["track"]] for o in found["objects"] if o["label"] == "cone"))
+    cones = sorted([t["memory_id"] for t in o["track"]] for o in found["objects"] if o["label"] == "cone")
     assert cones == [[ids["cone1"], ids["cone2"]], [ids["cone3"]]]
     assert [o["memory_id"] for o in found["objects"]][:2] == [ids["thing"], ids["cone3"]]  # newest first
     assert ("pallet-1", "pallet") not in objects
