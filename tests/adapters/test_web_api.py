@@ -229,6 +229,7 @@ def test_listing_parameters_are_checked_with_the_field_named(client: httpx.Clien
         ("/api/map", {"field": "params.grip_force"}, "field"),
         ("/api/map", {"since": "2026-02-01", "until": "2026-01-01"}, "since"),
         ("/api/map", {"frame": ""}, "frame"),
+        ("/api/map", {"frame": "odom\x00"}, "frame"),
         ("/api/map", {"frame": "f" * 201}, "frame"),
         ("/api/map", {"objects": -1}, "objects"),
         ("/api/map", {"objects": 1001}, "objects"),

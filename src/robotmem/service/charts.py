@@ -101,6 +101,7 @@ class MapInput(_ViewInput):
         default=None,
         min_length=1,
         max_length=MAX_FRAME_CHARS,
+        pattern=r"^[^\x00]+$",  # a stored context holds no NUL (formats/validation.py)
         description="Coordinate frame (spatial.frame) to show; default: the one most memories are in.",
     )
     objects: int = Field(
