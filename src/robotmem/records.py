@@ -227,7 +227,7 @@ def export_entries(
 # ---- the web UI's views: map, parameters against outcome, episodes -------------------------------------
 
 # The time a view's window bounds. Only ``created_at`` is stored now; a time of observation can join it.
-VIEW_TIME_FIELDS = ("created_at",)
+VIEW_TIME_FIELDS = ("created_at", "observed_at")
 OUTCOMES = ("success", "failure", "unknown")
 
 
@@ -255,6 +255,18 @@ class MapPoint:
     success: bool | None
     time: str
     session_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MapSighting:
+    """A memory naming an object (``context.object``) at its ``spatial.position``, on one frame's map."""
+
+    memory_id: int
+    collection: str
+    object_id: str | None  # the object's id when a text, else None
+    label: str | None  # its label when a text, else None
+    position: list[Any]
+    observed_at: str
 
 
 @dataclass(frozen=True, slots=True)

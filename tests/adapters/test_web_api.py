@@ -138,6 +138,82 @@ def test_every_browse_endpoint_answers_what_the_python_api_returns(memory: Robot
         assert found["mode"] == expected["mode"] == "hybrid"
 
 
+def sightings(memory: RobotMemory) -> dict[str, int]:
+    """Objects seen in two frames in March (stored on the clock's 1 January), and memories there without one."""
+
+    def saw(text: str, at: str, position: list[float], frame: str | None = None, **named: str) -> int:
+        spatial: dict[str, Any] = {"position": position}
+        if frame is not None:
+            spatial["frame"] = frame
+        context = {"spatial": spatial, "object": named} if named else {"spatial": spatial}
+        return int(memory.save_perception(text, context=context, observed_at=at)["memory_id"])
+
+    return {
+        "mug1": saw(
+            "red mug on the table", "2026-03-02T08:00:00Z", [1.0, 1.0, 0.9], id="mug-3", label="red mug"
+        ),
+        "cone1": saw("a cone by the gate", "2026-03-02T08:30:00Z", [0.0, 0.0], label="cone"),
+        "mug2": saw(
+            "red mug still there", "2026-03-02T09:00:00Z", [1.05, 1.0, 0.9], id="mug-3", label="red mug"
+        ),
+        "pallet1": saw(
+            "pallet at the yard", "2026-03-02T09:10:00Z", [3.0, 0.0], "odom", id="pallet-1", label="pallet"
+        ),
+        "cone2": saw("the cone again", "2026-03-02T09:30:00Z", [0.3, 0.0], label="cone"),
+        "pallet2": saw(
+            "pallet moved a little", "2026-03-02T09:40:00Z", [3.1, 0.0], "odom", id="pallet-1", label="pallet"
+        ),
+        "mug3": saw(
+            "red mug on the shelf", "2026-03-02T10:00:00Z", [4.0, 2.0, 0.9], id="mug-3", label="red mug"
+        ),
+        "cone3": saw("another cone far away", "2026-03-02T10:30:00Z", [8.0, 8.0], label="cone"),
+        "wall": saw("a crack in the wall", "2026-03-02T11:00:00Z", [2.0, 5.0]),
+        "thing": saw("something at the crack", "2026-03-02T11:10:00Z", [2.0, 5.0], id="x-1", label="thing"),
+        "odd": int(
+            memory.learn("odd frame", context={"spatial": {"position": [9.0, 9.0], "frame": 5}})["memory_id"]
+        ),
+    }
+
+
+def test_map_shows_one_frame_and_the_objects_seen_in_it(memory: RobotMemory, client: httpx.Client) -> None:
+    ids = sightings(memory)
+    found = ok(client.get("/api/map"))
+    assert found == _json(memory.map_view())
+    assert found["field"] == "spatial.position" and found["time_field"] == "observed_at"
+    # The frame most memories are in is the default; a frame that is no text is in none.
+    assert found["frame"] == "map"
+    assert found["frames"] == [{"frame": "map", "memories": 8}, {"frame": "odom", "memories": 2}]
+    assert found["total"] == 8 and ids["pallet1"] not in {p["memory_id"] for p in found["points"]}
+    assert found["sightings"] == 7 and ids["odd"] not in {p["memory_id"] for p in found["points"]}
+    objects = {(o["object_id"], o["label"]): o for o in found["objects"]}
+    mug = objects[("mug-3", "red mug")]
+    assert mug["memory_id"] == ids["mug3"] and mug["position"] == [4.0, 2.0, 0.9] and mug["sightings"] == 3
+    assert mug["observed_at"] == "2026-03-02T10:00:00Z" and mug["collection"] == "default"
+    assert [t["memory_id"] for t in mug["track"]] == [ids["mug1"], ids["mug2"], ids["mug3"]]
+    assert [t["observed_at"] for t in mug["track"]][0] == "2026-03-02T08:00:00Z"
+    # Cones without an id: the second within 1 m of the first is the same cone, the third another.
+    cones = sorted([t["memory_id"] for t in o["track"]] for o in found["objects"] if o["label"] == "cone")
+    assert cones == [[ids["cone1"], ids["cone2"]], [ids["cone3"]]]
+    assert [o["memory_id"] for o in found["objects"]][:2] == [ids["thing"], ids["cone3"]]  # newest first
+    assert ("pallet-1", "pallet") not in objects
+
+    odom = ok(client.get("/api/map", params={"frame": "odom"}))
+    assert odom == _json(memory.map_view(frame="odom"))
+    assert [p["memory_id"] for p in odom["points"]] == [ids["pallet2"], ids["pallet1"]]
+    assert [(o["object_id"], [t["position"] for t in o["track"]]) for o in odom["objects"]] == [
+        ("pallet-1", [[3.0, 0.0], [3.1, 0.0]])
+    ]
+    assert ok(client.get("/api/map", params={"frame": "lab"}))["points"] == []
+
+    # The window bounds when things were observed (March), not when they were stored (1 January).
+    morning = {"since": "2026-03-02T08:45:00Z", "until": "2026-03-02T10:15:00Z", "objects": 1}
+    window = ok(client.get("/api/map", params=morning))
+    assert window == _json(memory.map_view(**morning))
+    assert window["total"] == 3 and window["sightings"] == 3
+    assert [(o["object_id"], o["sightings"]) for o in window["objects"]] == [("mug-3", 2)]
+    assert ok(client.get("/api/map", params={"until": "2026-02-01T00:00:00Z"}))["total"] == 0
+
+
 def test_listing_parameters_are_checked_with_the_field_named(client: httpx.Client) -> None:
     for path, params, field in (
         ("/api/memories", {"limit": 0}, "limit"),
@@ -152,6 +228,11 @@ def test_listing_parameters_are_checked_with_the_field_named(client: httpx.Clien
         ("/api/sessions", {"threshold": 2}, "threshold"),
         ("/api/map", {"field": "params.grip_force"}, "field"),
         ("/api/map", {"since": "2026-02-01", "until": "2026-01-01"}, "since"),
+        ("/api/map", {"frame": ""}, "frame"),
+        ("/api/map", {"frame": "odom\x00"}, "frame"),
+        ("/api/map", {"frame": "f" * 201}, "frame"),
+        ("/api/map", {"objects": -1}, "objects"),
+        ("/api/map", {"objects": 1001}, "objects"),
         ("/api/params/outcome", {}, "x"),
         ("/api/params/outcome", {"x": "params.grip_force", "bins": 101}, "bins"),
     ):

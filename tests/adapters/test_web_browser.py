@@ -376,7 +376,7 @@ def test_map_time_window_counts_what_the_store_counts(demo: tuple[str, RobotMemo
     expect = _sync_api().expect
     page.goto(base + "/#/map")
     expect(page.locator("#map-plot canvas")).to_have_count(1)
-    times = sorted(m["created_at"] for m in all_memories(memory))
+    times = sorted(m["observed_at"] for m in all_memories(memory))
     since, until = times[len(times) // 4][:16], times[len(times) // 2][:16]
     page.select_option("#map-window", "custom")
     page.fill("#map-since", since)
@@ -386,6 +386,63 @@ def test_map_time_window_counts_what_the_store_counts(demo: tuple[str, RobotMemo
     assert 0 < expected < memory.map_view()["total"]
     expect(page.locator("#map-summary")).to_contain_text(f"of {expected} memories with")
     shot(page, "21-map-window")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+OBJECT_RGB = (0x82, 0x50, 0xDF)  # Charts.COLOR.object
+
+# What the map drew: each object marker's centre pixel, and per track the midpoint pixels of its segments
+# longer than 12 CSS pixels, read from the canvas.
+DRAWN = """() => {
+    const u = document.querySelector("#map-plot").uplot;
+    const layer = (id) => u.layers.find((l) => l.id === id);
+    const ctx = u.ctx, ratio = uPlot.pxRatio || 1;
+    const pixel = (x, y) => Array.from(ctx.getImageData(Math.round(x), Math.round(y), 1, 1).data.slice(0, 3));
+    const at = (p) => [u.valToPos(p.x, "x", true), u.valToPos(p.y, "y", true)];
+    const objects = layer("objects");
+    return {
+        drawn: u.drawn,
+        memories: layer("memories").items.map((i) => i.point.memory_id),
+        markers: objects.items.map((i) => ({ id: i.object.memory_id, rgb: pixel(...at(i)) })),
+        tracks: objects.lines.map((line) => line.slice(1).flatMap((p, k) => {
+            const [x0, y0] = at(line[k]), [x1, y1] = at(p);
+            return Math.hypot(x1 - x0, y1 - y0) > 12 * ratio ? [pixel((x0 + x1) / 2, (y0 + y1) / 2)] : [];
+        })),
+    };
+}"""
+
+
+def test_map_draws_objects_and_tracks_one_frame_at_a_time(demo: tuple[str, RobotMemory], page: Any) -> None:
+    base, memory = demo
+    expect = _sync_api().expect
+    page.goto(base + "/#/map")
+    expect(page.locator("#map-plot canvas")).to_have_count(1)
+    frames = memory.map_view()["frames"]
+    assert [f["frame"] for f in frames] == ["map", "odom"]
+    assert page.locator("#map-frame").input_value() == "map"  # the frame most memories are in
+    for frame in ("map", "odom"):
+        if frame != "map":
+            page.select_option("#map-frame", frame)
+        expect(page.locator("#map-summary")).to_contain_text(f"in frame {frame}")
+        data = memory.map_view(frame=frame, limit=10000)
+        objects = data["objects"]
+        assert objects and all(o["sightings"] == len(o["track"]) >= 2 for o in objects)
+        seen = page.evaluate(DRAWN)
+        # One marker per object, at its latest position in the object colour; one line per track.
+        assert seen["drawn"]["objects"] == {"items": len(objects), "lines": len(objects)}
+        assert sorted(m["id"] for m in seen["markers"]) == sorted(o["memory_id"] for o in objects)
+        for marker in seen["markers"]:
+            assert all(abs(c - e) <= 8 for c, e in zip(marker["rgb"], OBJECT_RGB, strict=True)), marker
+        # The objects that moved have long segments, each drawn in the object colour (blended: 70 %).
+        moved = [midpoints for midpoints in seen["tracks"] if midpoints]
+        assert len(moved) >= 1
+        for midpoints in moved:
+            assert any(b - g > 50 and r - g > 15 for r, g, b in midpoints), midpoints
+        # Only this frame's memories are drawn.
+        assert sorted(seen["memories"]) == sorted(p["memory_id"] for p in data["points"])
+        shot(page, f"22-map-objects-{frame}")
+    assert memory.map_view(frame="odom")["total"] == 0 < memory.map_view()["total"]
+    expect(page.locator("#map-summary")).to_contain_text("Showing 0 of 0 memories")
     assert page.errors == []  # type: ignore[attr-defined]
 
 

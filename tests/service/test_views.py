@@ -45,9 +45,9 @@ def test_map_defaults_to_the_field_most_memories_carry(memory: RobotMemory, cloc
         {"field": "spatial.a_first", "memories": 1},
     ]
     assert result["total"] == 10 and len(result["points"]) == 10
-    assert (
-        result["time_field"] == "created_at" and result["frames"] == [] and result["layers"] == ["memories"]
-    )
+    assert result["time_field"] == "observed_at" and result["layers"] == ["memories", "objects"]
+    assert result["frame"] == "map" and result["frames"] == [{"frame": "map", "memories": 10}]
+    assert result["objects"] == [] and result["sightings"] == 0
     newest = result["points"][0]
     assert newest["memory_id"] == ids[-1] and newest["coordinates"] == [0.9, 0.5, 0.42]
     assert newest["success"] is False and newest["type"] == "fact"

@@ -343,13 +343,37 @@ class MapPointRecord(TypedDict):
     session_id: str | None
 
 
+class FrameCount(TypedDict):
+    frame: str
+    memories: int
+
+
+class TrackPoint(TypedDict):
+    memory_id: int
+    position: list[float]
+    observed_at: str  # ISO 8601 UTC
+
+
+class MapObject(TypedDict):
+    """An object on one frame's map: its latest sighting there and its track (sightings, oldest first)."""
+
+    object_id: str | None
+    label: str | None
+    collection: str
+    position: list[float]
+    observed_at: str  # ISO 8601 UTC
+    memory_id: int
+    sightings: int
+    track: list[TrackPoint]
+
+
 class MapResult(TypedDict):
-    """Positions at one spatial field; ``frame``/``frames`` and ``layers`` leave room for frames and objects."""
+    """Positions at one spatial field in one coordinate frame, and the objects seen in that frame."""
 
     field: str | None
     fields: list[FieldCount]
     frame: str | None
-    frames: list[str]
+    frames: list[FrameCount]
     layers: list[str]
     time_field: str
     since: str | None
@@ -357,6 +381,8 @@ class MapResult(TypedDict):
     points: list[MapPointRecord]
     total: int
     limit: int
+    objects: list[MapObject]
+    sightings: int  # object sightings in the frame and window (the newest ``limit`` make the tracks)
 
 
 class ParamField(TypedDict):

@@ -37,6 +37,7 @@ from robotmem.formats.results import (
     ListedEpisode,
     ListedMemory,
     ListedSession,
+    MapObject,
     MapResult,
     MemoryDetail,
     MemoryPage,
@@ -458,18 +459,23 @@ def spatial_points_result(field: str, rows: Iterable[tuple[int, str, list[Any], 
 def map_result(
     field: str | None,
     fields: Iterable[tuple[str, int]],
+    frame: str | None,
+    frames: Iterable[tuple[str, int]],
     scope: ViewScope,
     layers: Sequence[str],
     points: Iterable[MapPoint],
     total: int,
     limit: int,
+    objects: list[MapObject],
+    sightings: int,
 ) -> MapResult:
-    """Return the positions at ``field`` in ``scope``'s window, with every spatial field and its count."""
+    """Return the positions at ``field`` in ``frame`` and ``scope``'s window, with every spatial field and
+    frame and its count, and the objects seen in the frame."""
     return {
         "field": field,
         "fields": [{"field": f"spatial.{key}", "memories": count} for key, count in fields],
-        "frame": None,
-        "frames": [],
+        "frame": frame,
+        "frames": [{"frame": name, "memories": count} for name, count in frames],
         "layers": list(layers),
         "time_field": scope.time_field,
         "since": scope.since,
@@ -488,6 +494,25 @@ def map_result(
         ],
         "total": total,
         "limit": limit,
+        "objects": objects,
+        "sightings": sightings,
+    }
+
+
+def map_object(
+    object_id: str | None, label: str | None, collection: str, track: Sequence[tuple[int, list[float], str]]
+) -> MapObject:
+    """Return an object on the map from its track ``(memory_id, position, observed_at UTC)``, oldest first."""
+    memory_id, position, observed_at = track[-1]
+    return {
+        "object_id": object_id,
+        "label": label,
+        "collection": collection,
+        "position": position,
+        "observed_at": observed_at,
+        "memory_id": memory_id,
+        "sightings": len(track),
+        "track": [{"memory_id": m, "position": p, "observed_at": t} for m, p, t in track],
     }
 
 

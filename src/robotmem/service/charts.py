@@ -1,5 +1,11 @@
-"""The web UI's map and its parameters-against-outcome plot: positions in a time window, and the
-success rate of ``task.success`` by bins of a numeric parameter (or a grid of two).
+"""The web UI's map and its parameters-against-outcome plot: positions in one coordinate frame and a
+time window with the objects seen there, and the success rate of ``task.success`` by bins of a numeric
+parameter (or a grid of two).
+
+The map shows one frame at a time (``spatial.frame``; ``query.regions.DEFAULT_FRAME`` when a memory names
+none), by default the one most of its memories are in: positions of different frames are never drawn
+together. Its objects are ``service/objects.py``'s ``map_tracks`` of the frame's sightings. Every view's
+window bounds ``observed_at``, when things happened.
 
 Success is ``task.success`` in a memory's context: true is a success, false a failure; a memory with
 the parameter but without a boolean there is left out of the rates and counted (``left_out``). A
@@ -24,17 +30,20 @@ from robotmem.errors import ValidationError
 from robotmem.formats.inputs import OperationInput
 from robotmem.formats.results import Axis, MapResult, ParamFieldsResult, ParamOutcomeResult
 from robotmem.formats.serialize import axis, map_result, param_fields_result, param_outcome_result
-from robotmem.records import MapPoint, ParamValue, RateBin, RateCell, ViewScope
+from robotmem.query.regions import MAX_FRAME_CHARS
+from robotmem.records import MapPoint, MapSighting, ParamValue, RateBin, RateCell, ViewScope
 from robotmem.service.bins import bin_edges, rate_bins, rate_cells
 from robotmem.service.browse import _iso
 from robotmem.service.engine import Engine
+from robotmem.service.objects import map_tracks
 from robotmem.store.protocol import StoreTx
 
-# The memory time that bounds a view's window. ``observed_at`` replaces it here once memories carry it.
-WINDOW_TIME_FIELD = "created_at"
-# What the map draws (``MAP_LAYERS`` in static/explore.js draws each): frames and object tracks join here.
-MAP_LAYERS = ("memories",)
+# The memory time that bounds a view's window: when it happened (not when it was stored).
+WINDOW_TIME_FIELD = "observed_at"
+# What the map draws (``MAP_LAYERS`` in static/explore.js draws each).
+MAP_LAYERS = ("memories", "objects")
 MAX_BINS = 100
+MAX_OBJECTS = 1000
 MAX_POINTS = 20000
 _SPATIAL_FIELD = r"^spatial\.[^.\"\\\[\]]+$"
 _PARAM_FIELD = r"^params\.[^.\"\\\[\]]+$"
@@ -44,9 +53,9 @@ _PARAM_FIELD = r"^params\.[^.\"\\\[\]]+$"
 # declares them in the order of its ``RobotMemory`` method's parameters.
 ViewCollection = Annotated[str | None, Field(min_length=1, max_length=200, description="Collection name.")]
 Since = Annotated[
-    datetime | None, Field(description="Memories created at or after (ISO 8601; UTC if naive).")
+    datetime | None, Field(description="Memories observed at or after (ISO 8601; UTC if naive).")
 ]
-Until = Annotated[datetime | None, Field(description="Memories created before (ISO 8601; UTC if naive).")]
+Until = Annotated[datetime | None, Field(description="Memories observed before (ISO 8601; UTC if naive).")]
 
 
 class _ViewInput(OperationInput):
@@ -85,7 +94,19 @@ class MapInput(_ViewInput):
     collection: ViewCollection = None
     since: Since = None
     until: Until = None
-    limit: int = Field(default=5000, ge=1, le=MAX_POINTS, description="Newest memories to plot.")
+    limit: int = Field(
+        default=5000, ge=1, le=MAX_POINTS, description="Newest memories to plot, and newest object sightings."
+    )
+    frame: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_FRAME_CHARS,
+        pattern=r"^[^\x00]+$",  # a stored context holds no NUL (formats/validation.py)
+        description="Coordinate frame (spatial.frame) to show; default: the one most memories are in.",
+    )
+    objects: int = Field(
+        default=200, ge=0, le=MAX_OBJECTS, description="Objects to draw, most recently seen first."
+    )
 
 
 class ParamFieldsInput(_ViewInput):
@@ -114,17 +135,26 @@ class ParamOutcomeInput(_ViewInput):
 
 
 def map_view(engine: Engine, args: MapInput) -> MapResult:
-    """Return positions at a ``spatial.<key>`` in a time window; see ``RobotMemory.map_view``."""
+    """Return positions at a ``spatial.<key>`` in one frame and a time window, and the objects seen there;
+    see ``RobotMemory.map_view``."""
     scope = args.scope
 
     def work(tx: StoreTx) -> MapResult:
         fields = tx.browse.spatial_field_counts(scope)
         chosen = args.field or (f"spatial.{fields[0][0]}" if fields else None)
+        key = None if chosen is None else chosen.split(".", 1)[1]
+        frames = [] if key is None else tx.browse.map_frame_counts(key, scope)
+        frame = args.frame or (frames[0][0] if frames else None)
         points: list[MapPoint] = []
-        total = 0
-        if chosen is not None:
-            points, total = tx.browse.map_points(chosen.split(".", 1)[1], scope, args.limit)
-        return map_result(chosen, fields, scope, MAP_LAYERS, points, total, args.limit)
+        sightings: list[MapSighting] = []
+        total = seen = 0
+        if key is not None and frame is not None:
+            points, total = tx.browse.map_points(key, scope, args.limit, frame)
+            sightings, seen = tx.browse.object_sightings(scope, frame, args.limit)
+        objects = map_tracks(sightings, args.objects)
+        return map_result(
+            chosen, fields, frame, frames, scope, MAP_LAYERS, points, total, args.limit, objects, seen
+        )
 
     return engine.read(work)
 

@@ -435,12 +435,17 @@ class RobotMemory:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         limit: int = 5000,
+        frame: str | None = None,
+        objects: int = 200,
     ) -> MapResult:
         """Return the positions at ``field`` (``spatial.<key>``; default the one most memories carry) of
-        active memories created in ``[since, until)``, newest ``limit`` first, with ``task.success``.
+        active memories observed in ``[since, until)`` in one coordinate ``frame`` (default the one most
+        of them are in), newest ``limit`` first, with ``task.success``; and the ``objects`` (at most that
+        many, most recently seen first) sighted in that frame and window, each with its latest position
+        and its track (the newest ``limit`` sightings).
 
-        Also ``fields`` (each spatial field with its count), ``total`` and ``time_field``. Raises
-        ``ValidationError``.
+        Also ``fields`` and ``frames`` (each with its count), ``total``, ``sightings`` and ``time_field``.
+        Raises ``ValidationError``.
         """
         return charts.map_view(self._engine, self._input(MapInput, locals()))
 

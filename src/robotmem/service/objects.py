@@ -8,25 +8,33 @@ history. Sightings with a label and no id are grouped by ``GROUP_RADIUS``: in ti
 the group of the same label and frame whose latest position lies within the radius, else it starts one.
 
 The time of a sighting is ``sighting_time``; the store orders sightings by ``SIGHTING_FIELD``.
+``map_tracks`` turns one frame's sightings into the web map's objects: each one's latest position there
+and its track, by the same rules.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from robotmem.errors import ValidationError
 from robotmem.formats.inputs import AroundInput, LastSeenInput
-from robotmem.formats.results import AroundResult, LastSeenResult, ObjectSighting
-from robotmem.formats.serialize import around_result, last_seen_result, object_sighting, with_distance
+from robotmem.formats.results import AroundResult, LastSeenResult, MapObject, ObjectSighting
+from robotmem.formats.serialize import (
+    around_result,
+    last_seen_result,
+    map_object,
+    object_sighting,
+    with_distance,
+)
 from robotmem.query.filters import All, Condition, Node
 from robotmem.query.regions import DEFAULT_FRAME, Region
-from robotmem.records import Hit, Memory
+from robotmem.records import Hit, MapSighting, Memory
 from robotmem.service.engine import Engine, iso
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
@@ -43,6 +51,8 @@ _LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
 _BLOCK = 500
 
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
+
+_Item = TypeVar("_Item")
 
 
 def sighting_time(memory: Memory) -> str:
@@ -277,24 +287,65 @@ def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str |
 
 
 def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:
-    """Sightings of one label without id, as objects: in time order, each joins the group of its frame
-    whose latest position is within ``GROUP_RADIUS``, else starts one; newest group first."""
-    groups: list[tuple[str, list[float] | None, Track]] = []
-    for memory in reversed(newest_first):
-        spatial = memory.context.get("spatial")
-        spatial = spatial if isinstance(spatial, dict) else {}
-        frame = spatial.get("frame", DEFAULT_FRAME)
-        position = spatial.get("position") if _is_point(spatial.get("position")) else None
-        for index, (group_frame, latest, track) in enumerate(groups):
-            if group_frame == frame and _near(latest, position):
-                track.sightings.insert(0, memory)
-                groups[index] = (group_frame, position, track)
-                break
-        else:
-            groups.append((frame, position, Track(None, label, [memory])))
-    tracks = [track for _, _, track in groups]
+    """Sightings of one label without id, as objects (``_by_place``), newest group first."""
+    tracks = [Track(None, label, members) for members in _by_place(newest_first, _place)]
     tracks.sort(key=lambda t: (sighting_time(t.sightings[0]), t.sightings[0].id), reverse=True)
     return tracks
+
+
+def _place(memory: Memory) -> tuple[Any, list[float] | None]:
+    spatial = memory.context.get("spatial")
+    spatial = spatial if isinstance(spatial, dict) else {}
+    position = spatial.get("position")
+    return spatial.get("frame", DEFAULT_FRAME), position if _is_point(position) else None
+
+
+def _by_place(
+    newest_first: Sequence[_Item], place: Callable[[_Item], tuple[Any, list[float] | None]]
+) -> list[list[_Item]]:
+    """Sightings of one label without id, grouped into objects: in time order, each joins the group of its
+    frame whose latest position is within ``GROUP_RADIUS``, else starts one; each group newest first."""
+    groups: list[tuple[Any, list[float] | None, list[_Item]]] = []
+    for item in reversed(newest_first):
+        frame, position = place(item)
+        for index, (group_frame, latest, members) in enumerate(groups):
+            if group_frame == frame and _near(latest, position):
+                members.insert(0, item)
+                groups[index] = (group_frame, position, members)
+                break
+        else:
+            groups.append((frame, position, [item]))
+    return [members for _, _, members in groups]
+
+
+def map_tracks(newest_first: Sequence[MapSighting], n: int) -> list[MapObject]:
+    """The objects of one frame's sightings (newest first), most recently seen first, at most ``n``: each
+    with its latest position and its track in ``observed_at`` order.
+
+    An object is an id within a collection, or a label's sightings without id grouped by ``_by_place``;
+    a sighting with neither, or whose position is not 2 or 3 numbers, is left out."""
+    by_key: dict[tuple[str, str | None, str | None], list[MapSighting]] = {}
+    for sighting in newest_first:
+        if not _is_point(sighting.position) or (sighting.object_id is None and sighting.label is None):
+            continue
+        label = None if sighting.object_id is not None else sighting.label
+        by_key.setdefault((sighting.collection, sighting.object_id, label), []).append(sighting)
+    tracks: list[tuple[str | None, list[MapSighting]]] = []
+    for (_, object_id, _), sightings in by_key.items():
+        if object_id is not None:
+            tracks.append((object_id, sightings))
+        else:
+            tracks.extend((None, group) for group in _by_place(sightings, lambda s: (None, s.position)))
+    tracks.sort(key=lambda t: (t[1][0].observed_at, t[1][0].memory_id), reverse=True)
+    return [
+        map_object(
+            object_id,
+            sightings[0].label,
+            sightings[0].collection,
+            [(s.memory_id, [float(v) for v in s.position], _utc(s.observed_at)) for s in reversed(sightings)],
+        )
+        for object_id, sightings in tracks[:n]
+    ]
 
 
 def _near(a: list[float] | None, b: list[float] | None) -> bool:

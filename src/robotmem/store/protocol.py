@@ -32,6 +32,7 @@ from robotmem.records import (
     IndexHealth,
     IntegrityReport,
     MapPoint,
+    MapSighting,
     Memory,
     MemoryQuery,
     NewMemory,
@@ -556,8 +557,22 @@ class BrowseQueries(Protocol):
         """Return ``(key, memories)`` of each ``spatial.<key>`` holding a list, most carried first, then by key."""
         ...
 
-    def map_points(self, key: str, scope: ViewScope, limit: int) -> tuple[list[MapPoint], int]:
-        """Return the newest ``limit`` memories with a list at ``spatial.<key>``, and how many have one."""
+    def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
+        """Return ``(frame, memories)`` of the memories with a list at ``spatial.<key>`` or an object
+        sighting (``context.object`` and a ``spatial.position`` list), most first, then by name; a memory
+        naming no frame is in ``query.regions.DEFAULT_FRAME``, one naming a frame that is not a text in none."""
+        ...
+
+    def map_points(
+        self, key: str, scope: ViewScope, limit: int, frame: str | None = None
+    ) -> tuple[list[MapPoint], int]:
+        """Return the newest ``limit`` memories (by the scope's time field) with a list at ``spatial.<key>``
+        and in ``frame`` when given, and how many have one."""
+        ...
+
+    def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
+        """Return the newest ``limit`` object sightings in ``frame`` (memories whose ``context.object`` is an
+        object and whose ``spatial.position`` is a list), by ``observed_at`` then id, and how many there are."""
         ...
 
     def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:

@@ -1,8 +1,9 @@
 """A demo database for the web UI: ``python -m robotmem.adapters.web.demo --db PATH [--port 7878]``.
 
 Fills an empty database with a week of grasp episodes of three arms (parameters with units,
-positions, outcomes, trajectories and tactile readings, failures and lessons, English and Chinese),
-then serves it like ``robotmem web``. ``--episodes 1900`` gives about 10,000 memories. An existing
+positions, outcomes, trajectories and tactile readings, failures and lessons, English and Chinese)
+and a mobile base's patrol sightings of objects (ids and labels, some moved, in the frames ``map`` and
+``odom``), then serves it like ``robotmem web``. ``--episodes 1900`` gives about 10,000 memories. An existing
 non-empty database is served unchanged.
 """
 
@@ -35,6 +36,17 @@ class _StepClock:
 
 ROBOTS = (("arm-01", "UR5"), ("arm-02", "UR5"), ("arm-03", "Franka"))
 TASKS = ("push_to_target", "pick_cup", "stack_blocks")
+# Objects a patrolling base sees: (id or None, label, frame, where it stands in turn over the days).
+PATROL = (
+    ("mug-1", "red mug", "map", ([3.0, 2.5, 0.9], [5.5, 3.0, 0.9])),
+    ("pallet-1", "pallet", "map", ([7.0, -1.0, 0.0], [8.0, 1.5, 0.0], [6.5, 2.5, 0.0])),
+    ("dock-1", "charging dock", "map", ([0.0, -1.5, 0.0],)),
+    ("cup-2", "红色杯子", "map", ([4.2, -0.8, 0.9], [4.6, 0.4, 0.9])),
+    (None, "traffic cone", "map", ([6.0, 4.0, 0.0],)),
+    (None, "traffic cone", "map", ([2.0, 4.5, 0.0],)),
+    ("box-7", "parcel box", "odom", ([1.0, 0.0, 0.2], [1.6, 0.3, 0.2])),
+    ("cart-2", "tool cart", "odom", ([-0.5, 1.2, 0.0],)),
+)
 
 
 def _trial(rng: random.Random, robot: str, task: str) -> tuple[dict[str, Any], bool, float, float]:
@@ -109,12 +121,31 @@ def _episode(memory: RobotMemory, clock: _StepClock, rng: random.Random, number:
     memory.end_session(session, outcome_score=score)
 
 
+def _patrol(memory: RobotMemory, clock: _StepClock, start: datetime, days: float) -> None:
+    """Twelve sightings of each ``PATROL`` object over ``days`` from ``start``, with 3 cm of noise; an object
+    with several places stands at each in turn. Each is observed a minute before it is stored."""
+    rng = random.Random(29)
+    for object_id, label, frame, places in PATROL:
+        for sighting in range(12):
+            at = start + timedelta(days=days) * (sighting + rng.random()) / 12
+            place = places[sighting * len(places) // 12]
+            position = [round(v + rng.gauss(0, 0.03), 3) for v in place[:2]] + place[2:]
+            named = {"label": label} if object_id is None else {"id": object_id, "label": label}
+            clock.now = at + timedelta(minutes=1)
+            memory.save_perception(
+                f"patrol camera saw the {label} ({frame})",
+                context={"object": named, "spatial": {"position": position, "frame": frame}},
+                observed_at=at.timestamp(),
+            )
+
+
 def seed_demo(memory: RobotMemory, clock: _StepClock, episodes: int = 300, days: float = 7.0) -> None:
     """Write ``episodes`` episodes of three simulated arms spread over ``days`` into ``memory``.
 
     Each episode has one to four grasp attempts (a fact with grip force, approach speed, positions and
     ``task.success``, and a trajectory), tactile readings on some slips, now and then a lesson, and an
-    outcome score (none for a fifth of them). About 5.6 memories per episode.
+    outcome score (none for a fifth of them). About 5.6 memories per episode. Then a patrol's object
+    sightings (``_patrol``, 96 memories).
     """
     rng = random.Random(7)
     gap = timedelta(days=days) / max(episodes, 1)
@@ -122,6 +153,7 @@ def seed_demo(memory: RobotMemory, clock: _StepClock, episodes: int = 300, days:
     for number in range(1, episodes + 1):
         clock.now = start + gap * (number - 1)
         _episode(memory, clock, rng, number)
+    _patrol(memory, clock, start, days)
     clock.now = start + timedelta(days=days)
     memory.learn("never exceed 20 N on glass objects", context={"task": {"name": "grasp"}})
     memory.learn(

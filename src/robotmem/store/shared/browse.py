@@ -20,6 +20,7 @@ from robotmem.records import (
     EpisodeQuery,
     EpisodeRow,
     MapPoint,
+    MapSighting,
     Memory,
     MemoryQuery,
     ParamValue,
@@ -79,7 +80,7 @@ def memory_predicate(query: MemoryQuery, mark: Placeholders) -> tuple[str, dict[
 
 
 # The column each ``ViewScope.time_field`` (``records.VIEW_TIME_FIELDS``) bounds, over ``memories m``.
-VIEW_TIME_COLUMNS = {"created_at": "m.created_at"}
+VIEW_TIME_COLUMNS = {"created_at": "m.created_at", "observed_at": "m.observed_at"}
 
 
 def scope_predicate(scope: ViewScope, mark: Placeholders) -> tuple[str, dict[str, Any]]:
@@ -334,8 +335,21 @@ class SharedBrowse(ABC):
         """Return ``(key, memories)`` of each ``spatial.<key>`` holding a list, most carried first, then by key."""
 
     @abstractmethod
-    def map_points(self, key: str, scope: ViewScope, limit: int) -> tuple[list[MapPoint], int]:
-        """Return the newest ``limit`` memories with a list at ``spatial.<key>``, and how many have one."""
+    def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
+        """Return ``(frame, memories)`` of the memories with a list at ``spatial.<key>`` or an object
+        sighting (``context.object`` and a ``spatial.position`` list), most first, then by name."""
+
+    @abstractmethod
+    def map_points(
+        self, key: str, scope: ViewScope, limit: int, frame: str | None = None
+    ) -> tuple[list[MapPoint], int]:
+        """Return the newest ``limit`` memories with a list at ``spatial.<key>`` (in ``frame`` when given),
+        newest by the scope's time field, and how many have one."""
+
+    @abstractmethod
+    def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
+        """Return the newest ``limit`` object sightings in ``frame`` by ``observed_at`` (then id), newest
+        first, and how many there are."""
 
     @abstractmethod
     def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:

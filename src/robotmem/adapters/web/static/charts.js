@@ -5,7 +5,7 @@
 "use strict";
 
 const Charts = (() => {
-  const COLOR = { ok: "#1a7f37", bad: "#cf222e", unknown: "#8c959f", accent: "#1f6feb", ink: "#1d232b", muted: "#66707c" };
+  const COLOR = { ok: "#1a7f37", bad: "#cf222e", unknown: "#8c959f", accent: "#1f6feb", ink: "#1d232b", muted: "#66707c", object: "#8250df" };
   const FONT_FAMILY = '"Segoe UI", "Helvetica Neue", Arial, "WenQuanYi Micro Hei", "Noto Sans CJK SC", sans-serif';
   const FONT = `12px ${FONT_FAMILY}`;
   const LABEL_FONT = `600 12px ${FONT_FAMILY}`;
@@ -152,8 +152,10 @@ const Charts = (() => {
   // ---- map: one plane of a coordinate frame, equal scales, zoom and pan ----------------------------
 
   // `layers`: [{id, items: [{x, y, success, ...}], radius, describe(item), open(item)}], drawn in order.
+  // A layer may also draw `lines` (polylines of {x, y}), its items as `marker: "diamond"` in `color`,
+  // and a `label(item)` beside each. What was drawn is counted in `u.drawn[layer.id]` (tests read it).
   function map(target, { width, height, unit, labels, layers }) {
-    const all = layers.flatMap((layer) => layer.items);
+    const all = layers.flatMap((layer) => layer.items.concat(...(layer.lines || [])));
     const view = { x: [0, 1], y: [0, 1] };
     const u = framePlot(target, {
       width,
@@ -163,7 +165,8 @@ const Charts = (() => {
       yAxis: { label: `${labels[1]} [${unit}]` },
       draw: (plot, ctx) => {
         if (!plot.fitted) return; // the first layout only sizes the plot area that fit() needs
-        for (const layer of layers) drawDots(plot, ctx, layer.items, layer.radius || (layer.items.length > 2000 ? 2.5 : 3.5));
+        plot.drawn = {};
+        for (const layer of layers) drawLayer(plot, ctx, layer);
         if (plot.crosshair) drawCrosshair(plot, ctx);
       },
     });
@@ -198,6 +201,7 @@ const Charts = (() => {
       const now = state();
       setView(now.cx - dxPixels * now.perPixel, now.cy + dyPixels * now.perPixel, now.perPixel);
     };
+    u.layers = layers; // tests read what each layer drew from the element
     u.fitted = true;
     fit();
     interact(u, { zoom, pan, fit });
@@ -212,6 +216,73 @@ const Charts = (() => {
       if (found && found.layer.open) found.layer.open(found.item);
     };
     return Object.assign(u, { zoom, pan, fit });
+  }
+
+  function drawLayer(u, ctx, layer) {
+    const lines = layer.lines ? drawLines(u, ctx, layer.lines, layer.color || COLOR.accent) : 0;
+    const radius = layer.radius || (layer.items.length > 2000 ? 2.5 : 3.5);
+    // Labels under the markers: a label never hides another object's marker.
+    if (layer.label) drawLabels(u, ctx, layer.items, layer.label, radius * 1.8 + 3);
+    if (layer.marker === "diamond") drawDiamonds(u, ctx, layer.items, layer.color || COLOR.accent, radius * 1.8);
+    else drawDots(u, ctx, layer.items, radius);
+    u.drawn[layer.id] = { items: layer.items.length, lines };
+  }
+
+  // Each line through its points in order, with a small dot at each; returns how many were drawn.
+  function drawLines(u, ctx, lines, color) {
+    const path = new Path2D(), dots = new Path2D(), r = 1.8 * px();
+    let drawn = 0;
+    for (const line of lines) {
+      if (line.length < 2) continue;
+      drawn += 1;
+      line.forEach((p, i) => {
+        const x = u.valToPos(p.x, "x", true), y = u.valToPos(p.y, "y", true);
+        if (i === 0) path.moveTo(x, y);
+        else path.lineTo(x, y);
+        dot(dots, x, y, r);
+      });
+    }
+    ctx.globalAlpha = 0.7;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 1.5 * px();
+    ctx.stroke(path);
+    ctx.fillStyle = color;
+    ctx.fill(dots);
+    ctx.globalAlpha = 1;
+    return drawn;
+  }
+
+  function drawDiamonds(u, ctx, items, color, radius) {
+    const r = radius * px(), path = new Path2D();
+    for (const item of items) {
+      const x = u.valToPos(item.x, "x", true), y = u.valToPos(item.y, "y", true);
+      path.moveTo(x, y - r);
+      path.lineTo(x + r, y);
+      path.lineTo(x, y + r);
+      path.lineTo(x - r, y);
+      path.closePath();
+    }
+    ctx.fillStyle = color;
+    ctx.fill(path);
+    ctx.strokeStyle = "#ffffff";
+    ctx.lineWidth = 1.5 * px();
+    ctx.stroke(path);
+  }
+
+  function drawLabels(u, ctx, items, label, offset) {
+    ctx.font = `600 ${11 * px()}px ${FONT_FAMILY}`;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    ctx.lineJoin = "round";
+    ctx.lineWidth = 3 * px();
+    for (const item of items) {
+      const x = u.valToPos(item.x, "x", true) + offset * px(), y = u.valToPos(item.y, "y", true);
+      const text = label(item);
+      ctx.strokeStyle = "rgba(255, 255, 255, 0.85)";
+      ctx.strokeText(text, x, y);
+      ctx.fillStyle = COLOR.ink;
+      ctx.fillText(text, x, y);
+    }
   }
 
   function drawDots(u, ctx, items, radius) {
@@ -411,7 +482,8 @@ const Charts = (() => {
         const r = px();
         ctx.font = `${11 * r}px ${FONT_FAMILY}`;
         ctx.textAlign = "center";
-        ctx.textBaseline = "middle";
+        ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
         for (const c of result.cells) {
           const left = plot.valToPos(xe[c.x_bin], "x", true), right = plot.valToPos(xe[c.x_bin + 1], "x", true);
           const bottom = plot.valToPos(ye[c.y_bin], "y", true), top = plot.valToPos(ye[c.y_bin + 1], "y", true);
@@ -506,5 +578,5 @@ const Charts = (() => {
     return value === null || value === undefined ? "—" : `${Math.round(value * 100)}%`;
   }
 
-  return { map, rateByBin, rateGrid, timeline, outcomes, outcomeColor, rateColor, fmt, pct };
+  return { COLOR, map, rateByBin, rateGrid, timeline, outcomes, outcomeColor, rateColor, fmt, pct };
 })();

@@ -12,7 +12,7 @@ const WINDOWS = [
   ["custom", "from … to …", null],
 ];
 
-// The window's bounds as ISO UTC text; the server bounds each memory's time field (created_at) by them.
+// The window's bounds as ISO UTC text; the server bounds each memory's observed_at (when it happened) by them.
 function windowBounds(choice) {
   const found = WINDOWS.find(([key]) => key === choice.window);
   if (choice.window === "custom") {
@@ -40,16 +40,17 @@ function windowControls(choice, onChange) {
       onChange();
     });
   }
-  return filterField("Time window (created)", el("span", { className: "inline" }, preset, custom));
+  return filterField("Observed (when it happened)", el("span", { className: "inline" }, preset, custom));
 }
 
-function legend() {
+function legend(...more) {
   return el(
     "div",
     { className: "legend" },
     el("span", {}, el("span", { className: "swatch ok" }), "task.success true"),
     el("span", {}, el("span", { className: "swatch bad" }), "false"),
     el("span", {}, el("span", { className: "swatch unknown" }), "not recorded"),
+    more,
   );
 }
 
@@ -199,25 +200,64 @@ const AXIS_NAMES = ["x", "y", "z"];
 const MAP_UNIT = "m";
 
 // What the map draws, one entry per layer the server offers (MapResult.layers): each turns the
-// answer into points {x, y, success, …} on the chosen plane. An objects layer (latest positions and
-// tracks from a last_seen endpoint) is one more entry here.
+// answer into items {x, y, …} on the chosen plane (and lines, for tracks).
+const onPlane = (coordinates, plane) => typeof coordinates[plane[0]] === "number" && typeof coordinates[plane[1]] === "number";
+const objectName = (o) => o.label || o.object_id || "object";
 const MAP_LAYERS = {
   memories: (data, plane) => ({
     id: "memories",
     items: data.points
-      .filter((p) => typeof p.coordinates[plane[0]] === "number" && typeof p.coordinates[plane[1]] === "number")
+      .filter((p) => onPlane(p.coordinates, plane))
       .map((p) => ({ x: p.coordinates[plane[0]], y: p.coordinates[plane[1]], success: p.success, point: p })),
     describe: (item) => `#${item.point.memory_id} ${shortTime(item.point.time)} (${item.point.coordinates.map((c) => Charts.fmt(c)).join(", ")}) ${item.point.content}`,
     open: (item) => go(`#/memory/${item.point.memory_id}`),
   }),
+  // Each object's latest position in the frame (a labelled diamond) and its track: its sightings in
+  // observed_at order, joined by a line.
+  objects: (data, plane) => {
+    const shown = data.objects.filter((o) => onPlane(o.position, plane));
+    return {
+      id: "objects",
+      marker: "diamond",
+      color: Charts.COLOR.object,
+      items: shown.map((o) => ({ x: o.position[plane[0]], y: o.position[plane[1]], object: o })),
+      lines: shown.map((o) => o.track.filter((t) => onPlane(t.position, plane)).map((t) => ({ x: t.position[plane[0]], y: t.position[plane[1]] }))),
+      label: (item) => objectName(item.object),
+      describe: (item) => {
+        const o = item.object;
+        return `${objectName(o)}${o.object_id ? ` (${o.object_id})` : ""}: last seen ${shortTime(o.observed_at)} at (${o.position.map((c) => Charts.fmt(c)).join(", ")}), ${o.sightings} sighting${o.sightings === 1 ? "" : "s"} in this window`;
+      },
+      open: (item) => go(`#/memory/${item.object.memory_id}`),
+    };
+  },
 };
 
 async function mapView() {
   const current = claim();
   const choice = Object.assign(state.map, { id: "map" });
-  const data = await api("GET", `/api/map${query(Object.assign({ field: choice.field, collection: collection(), limit: 10000 }, windowBounds(choice)))}`);
+  const data = await api("GET", `/api/map${query(Object.assign({ field: choice.field, frame: choice.frame, collection: collection(), limit: 10000 }, windowBounds(choice)))}`);
   if (!current()) return;
+  // A frame chosen before that this field or window no longer has: back to the default one.
+  if (choice.frame && data.frames.length && !data.frames.some((f) => f.frame === choice.frame)) {
+    choice.frame = undefined;
+    return run(mapView);
+  }
   measured("map", () => drawMap(choice, data));
+}
+
+function mapSummary(data, plane, layers) {
+  if (!data.field) return "No memory has a spatial.* coordinate list in this window.";
+  const count = (id) => (layers.find((layer) => layer.id === id) || { items: [] }).items.length;
+  const objects = data.objects.length
+    ? ` ${count("objects")} object${data.objects.length === 1 ? "" : "s"} seen in this frame (◆ latest position, line: track in time order, from ${data.sightings} sightings).`
+    : " No object seen in this frame.";
+  return (
+    `Showing ${count("memories")} of ${data.total} memories with ${data.field} in frame ${data.frame}` +
+    (data.total > data.points.length ? ` (the newest ${data.points.length} were fetched)` : "") +
+    ` on ${AXIS_NAMES[plane[0]]}–${AXIS_NAMES[plane[1]]}; coordinates in ${MAP_UNIT}, both axes at one scale.` +
+    objects +
+    " Scroll or + / − to zoom, drag or arrow keys to pan, 0 to fit, click a point to open it."
+  );
 }
 
 function drawMap(choice, data) {
@@ -231,7 +271,17 @@ function drawMap(choice, data) {
     choice.field = fieldSelect.value;
     redraw();
   });
-  const dimensions = Math.max(2, ...data.points.slice(0, 200).map((p) => p.coordinates.length));
+  // One coordinate frame at a time: positions of different frames never share the axes.
+  const frameSelect = el(
+    "select",
+    { id: "map-frame", disabled: data.frames.length < 2 },
+    data.frames.length ? data.frames.map((f) => el("option", { value: f.frame, selected: f.frame === data.frame }, `${f.frame} (${f.memories})`)) : el("option", { value: "" }, "none"),
+  );
+  frameSelect.addEventListener("change", () => {
+    choice.frame = frameSelect.value;
+    redraw();
+  });
+  const dimensions = Math.max(2, ...data.points.slice(0, 200).map((p) => p.coordinates.length), ...data.objects.slice(0, 200).map((o) => o.position.length));
   const planes = PLANES.filter(([key]) => key.split(",").every((i) => Number(i) < dimensions));
   if (!planes.some(([key]) => key === choice.plane)) choice.plane = planes[0][0];
   const planeSelect = el("select", { id: "map-plane" }, planes.map(([key, label]) => el("option", { value: key, selected: key === choice.plane }, label)));
@@ -239,27 +289,15 @@ function drawMap(choice, data) {
     choice.plane = planeSelect.value;
     drawMap(choice, data);
   });
-  const controls = [filterField("Position", fieldSelect), filterField("Plane", planeSelect), windowControls(choice, redraw)];
-  // A frame selector appears once memories name their frames (spatial.frame).
-  if (data.frames.length > 1) controls.push(filterField("Frame", el("select", { id: "map-frame" }, data.frames.map((f) => el("option", { value: f, selected: f === data.frame }, f)))));
+  const controls = [filterField("Position", fieldSelect), filterField("Frame", frameSelect), filterField("Plane", planeSelect), windowControls(choice, redraw)];
   const plane = choice.plane.split(",").map(Number);
   const layers = data.layers.filter((name) => MAP_LAYERS[name]).map((name) => MAP_LAYERS[name](data, plane));
-  const shown = layers.reduce((sum, layer) => sum + layer.items.length, 0);
   const plot = el("div", { id: "map-plot", className: "chart" });
   show(
     el("h2", {}, "Map"),
     el("div", { className: "filters", id: "map-controls" }, controls),
-    legend(),
-    el(
-      "p",
-      { className: "muted", id: "map-summary" },
-      data.field
-        ? `Showing ${shown} of ${data.total} memories with ${data.field}` +
-            (data.total > data.points.length ? ` (the newest ${data.points.length} were fetched)` : "") +
-            ` on ${AXIS_NAMES[plane[0]]}–${AXIS_NAMES[plane[1]]}; coordinates in ${MAP_UNIT}, both axes at one scale. ` +
-            "Scroll or + / − to zoom, drag or arrow keys to pan, 0 to fit, click a point to open it."
-        : "No memory has a spatial.* coordinate list in this window.",
-    ),
+    legend(el("span", {}, el("span", { className: "swatch object" }), "object: latest position and track")),
+    el("p", { className: "muted", id: "map-summary" }, mapSummary(data, plane, layers)),
     plot,
   );
   if (!data.field) return;
