@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -24,10 +24,11 @@ from robotmem.errors import ValidationError
 from robotmem.formats.inputs import AroundInput, LastSeenInput
 from robotmem.formats.results import AroundResult, LastSeenResult, ObjectSighting
 from robotmem.formats.serialize import around_result, last_seen_result, object_sighting, with_distance
+from robotmem.formats.validation import resolve_bound, resolve_window
 from robotmem.query.filters import All, Condition, Node
 from robotmem.query.regions import DEFAULT_FRAME, Region
 from robotmem.records import Hit, Memory
-from robotmem.service.engine import Engine, iso
+from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.scoring import bm25_words
@@ -80,8 +81,11 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     """Return each matching object's latest sighting, best match first; see ``RobotMemory.last_seen``."""
     since, until, as_of = args.window
     now = engine.clock()
-    upper = _earliest(_stored(until, now), _stored(as_of, now))
-    window = _window(_stored(since, now), upper)
+    start, end = resolve_window(since, until, now)
+    then = resolve_bound("as_of", as_of, now)
+    if start is not None and then is not None and start > then:
+        raise ValidationError(f"as_of: {then} is before since ({start}); no sighting could match")
+    window = _window(start, _earliest(end, then))
     collection = engine.collection_for(args.collection)
     scope = _scope(collection, _joined(_HAS_OBJECT, *window), args.region_parsed)
     if args.object_id is not None:
@@ -105,7 +109,7 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
 def around(engine: Engine, args: AroundInput) -> AroundResult:
     """Return the objects last seen within the radius, nearest first, and the latest memories there."""
     now = engine.clock()
-    since = _window(_stored(args.since_parsed, now), None)
+    since = _window(resolve_bound("since", args.since_parsed, now), None)
     collection = engine.collection_for(args.collection)
     region = args.region_parsed
     here = _scope(collection, _joined(_HAS_OBJECT, *since), region)
@@ -149,22 +153,9 @@ def _joined(first: Node | None, *more: Node) -> Node | None:
 
 
 def _window(since: str | None, until: str | None) -> list[Node]:
-    if since is not None and until is not None and since > until:
-        raise ValidationError(f"since: {since} is after until ({until}); the window would be empty")
+    """The conditions "observed in [since, until]" (stored times; None: unbounded)."""
     bounds = [(since, "$gte"), (until, "$lte")]
     return [Condition((SIGHTING_FIELD,), op, at) for at, op in bounds if at is not None]
-
-
-def _stored(moment: Any, now: datetime) -> str | None:
-    """A parsed moment (``parse_moment``) as a stored time, a span before now counted back from ``now``."""
-    if moment is None:
-        return None
-    if isinstance(moment, tuple):
-        return iso(now - timedelta(seconds=moment[1]))
-    try:
-        return iso(datetime.fromtimestamp(moment, tz=timezone.utc))
-    except (OverflowError, OSError, ValueError):
-        raise ValidationError(f"time: {moment} epoch seconds is out of range") from None
 
 
 def _earliest(*moments: str | None) -> str | None:
