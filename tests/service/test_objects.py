@@ -99,6 +99,21 @@ def test_sightings_without_an_id_group_by_label_and_distance(
     assert {c["frame"] for c in cones} == {"odom"}
 
 
+def test_the_group_radius_is_a_setting(memory: RobotMemory, site: dict[str, int]) -> None:
+    # The two yard cones lie 0.3 apart and the gate's 14 m further: one radius groups, another splits.
+    def cones(radius: float) -> list[tuple[int, int]]:
+        memory.settings = memory.settings.replace(object_group_radius=radius)
+        return [(c["memory_id"], c["sightings"]) for c in memory.last_seen("cone")["objects"]]
+
+    assert cones(0.29) == [(site["cone_b"], 1), (site["cone_a2"], 1), (site["cone_a1"], 1)]
+    assert cones(0.31) == [(site["cone_b"], 1), (site["cone_a2"], 2)]
+    assert cones(20.0) == [(site["cone_b"], 3)]
+    gate = memory.around([15, 1], 1.0, frame="odom")["objects"]
+    assert [(o["memory_id"], o["sightings"]) for o in gate] == [(site["cone_b"], 3)]
+    memory.settings = memory.settings.replace(object_group_radius=0.0)
+    assert [o["sightings"] for o in memory.around([15, 1], 1.0, frame="odom")["objects"]] == [1]
+
+
 def test_window_and_region_narrow_the_sightings(memory: RobotMemory, site: dict[str, int]) -> None:
     kitchen = {"center": [1.2, 2, 0.9], "radius": 0.5}
     found = memory.last_seen(object_id="mug-3", region={**kitchen, "center": [1, 2, 0.9], "radius": 0.1})[

@@ -4,8 +4,9 @@ around me now?"), over the sightings recall already indexes.
 A sighting is any memory whose context names an object: ``{"object": {"id": "mug-3", "label": "red mug"}}``
 with a position (``spatial.position``, ``spatial.frame``). An object with an id is every sighting of that id,
 whatever the distance between them: a later sighting elsewhere means it moved, and the earlier ones stay its
-history. Sightings with a label and no id are grouped by ``GROUP_RADIUS``: in time order, a sighting joins
-the group of the same label and frame whose latest position lies within the radius, else it starts one.
+history. Sightings with a label and no id are grouped by the setting ``object_group_radius``: in time order, a
+sighting joins the group of the same label and frame whose latest position lies within the radius, else it
+starts one.
 
 The time of a sighting is ``sighting_time``; the store orders sightings by ``SIGHTING_FIELD``.
 """
@@ -39,7 +40,6 @@ from robotmem.text.tokens import or_match
 # With event time stored, these become "observed_at" and the order "recent" (the one place to change).
 SIGHTING_FIELD = "observed_at"
 NEWEST_FIRST = "recent"
-GROUP_RADIUS = 1.0  # metres: sightings of one label without an id closer than this are one object
 _LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
 _BLOCK = 500
 
@@ -95,10 +95,12 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     else:
         keys = engine.read(lambda tx: _recent_keys(tx, scope, args.n))
 
+    radius = engine.settings.object_group_radius
+
     def work(tx: StoreTx) -> list[Track]:
         tracks: list[Track] = []
         for object_id, label in keys:
-            tracks.extend(_tracks(tx, scope, object_id, label))
+            tracks.extend(_tracks(tx, scope, object_id, label, radius))
             if len(tracks) >= args.n:
                 break
         return tracks[: args.n]
@@ -114,13 +116,14 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
     region = args.region_parsed
     here = _scope(collection, _joined(_HAS_OBJECT, *since), region)
     everywhere = _scope(collection, _joined(_HAS_OBJECT, *since), None)
+    radius = engine.settings.object_group_radius
 
     def work(tx: StoreTx) -> list[ObjectSighting]:
         found: list[ObjectSighting] = []
         for object_id, label in _keys(
             tx.memories.fetch(tx.candidates(here).listed(None, order="id")).values()
         ):
-            for track in _tracks(tx, everywhere, object_id, label):
+            for track in _tracks(tx, everywhere, object_id, label, radius):
                 sighting = track.result()
                 if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
                     found.append(with_distance(sighting, _distance(sighting["position"], region)))
@@ -235,8 +238,11 @@ def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | No
     return keys
 
 
-def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str | None) -> list[Track]:
-    """The tracks of an object id (one), or of a label's sightings without id (grouped), newest first."""
+def _tracks(
+    tx: StoreTx, scope: RecallScope, object_id: str | None, label: str | None, radius: float
+) -> list[Track]:
+    """The tracks of an object id (one), or of a label's sightings without id (grouped within ``radius``),
+    newest first."""
     if object_id is not None:
         condition: Node = Condition(("context", "object", "id"), "$eq", object_id)
     else:
@@ -264,12 +270,12 @@ def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str |
         return [Track(object_id, _object(sighting)[1], [sighting], count)]
     ids = source.listed(None, order=NEWEST_FIRST)
     fetched = tx.memories.fetch(ids)
-    return _grouped(label, [fetched[m] for m in ids if m in fetched])
+    return _grouped(label, [fetched[m] for m in ids if m in fetched], radius)
 
 
-def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:
+def _grouped(label: str | None, newest_first: list[Memory], radius: float) -> list[Track]:
     """Sightings of one label without id, as objects: in time order, each joins the group of its frame
-    whose latest position is within ``GROUP_RADIUS``, else starts one; newest group first."""
+    whose latest position is within ``radius``, else starts one; newest group first."""
     groups: list[tuple[str, list[float] | None, Track]] = []
     for memory in reversed(newest_first):
         spatial = memory.context.get("spatial")
@@ -277,7 +283,7 @@ def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:
         frame = spatial.get("frame", DEFAULT_FRAME)
         position = spatial.get("position") if _is_point(spatial.get("position")) else None
         for index, (group_frame, latest, track) in enumerate(groups):
-            if group_frame == frame and _near(latest, position):
+            if group_frame == frame and _near(latest, position, radius):
                 track.sightings.insert(0, memory)
                 groups[index] = (group_frame, position, track)
                 break
@@ -288,12 +294,12 @@ def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:
     return tracks
 
 
-def _near(a: list[float] | None, b: list[float] | None) -> bool:
+def _near(a: list[float] | None, b: list[float] | None, radius: float) -> bool:
     if a is None or b is None:
         return a is None and b is None
     if len(a) != len(b):
         return False
-    return math.dist(a, b) <= GROUP_RADIUS
+    return math.dist(a, b) <= radius
 
 
 def _inside(region: Region, sighting: ObjectSighting) -> bool:
