@@ -20,6 +20,8 @@ BAD_VALUES = [
     ("ROBOTMEM_DEDUP_COSINE", "inf", "dedup_cosine"),
     ("ROBOTMEM_MIN_CONFIDENCE", "-0.1", "min_confidence"),
     ("ROBOTMEM_DECAY_RATE", "1e400", "decay_rate"),
+    ("ROBOTMEM_OBJECT_GROUP_RADIUS", "-0.5", "object_group_radius"),
+    ("ROBOTMEM_OBJECT_GROUP_RADIUS", "nan", "object_group_radius"),
     ("ROBOTMEM_EMBED_TIMEOUT_S", "0", "embed_timeout_s"),
     ("ROBOTMEM_WRITE_RETRIES", "-1", "write_retries"),
     ("ROBOTMEM_MAX_INSIGHT_CHARS", "0", "max_insight_chars"),

@@ -95,6 +95,10 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("last_seen", {"query": "the red mug"}),
     ("last_seen", {"query": "a purple giraffe"}),
     ("around", {"position": [2.0, 1.0, 0.5], "radius": 1.0}),
+    # Times before now count back from each door's clock: the sightings above are minutes old.
+    ("last_seen", {"object_id": "mug-3", "since": "-1d", "until": "now"}),
+    ("last_seen", {"object_id": "mug-3", "as_of": "-2h"}),
+    ("around", {"position": [2.0, 1.0, 0.5], "radius": 1.0, "since": "-1.5h"}),
     # A repeat that differs only in function words is a duplicate on every door.
     ("learn", {"insight": "Grip mug with 12 N force"}),
     ("learn", {"insight": "Grip the mug with 12 N of force"}),
@@ -116,6 +120,8 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
         "invalid_input",
     ),
     ("around", {"position": [1.0, 2.0], "radius": 1.0, "frame": ""}, "invalid_input"),
+    ("last_seen", {"object_id": "mug-3", "as_of": "-2x"}, "invalid_input"),
+    ("around", {"position": [1.0, 2.0], "radius": 1.0, "since": "soon"}, "invalid_input"),
 ]
 
 
@@ -222,6 +228,7 @@ CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
         *(["--object-id", a["object_id"]] if "object_id" in a else []),
         *(["--since", a["since"]] if "since" in a else []),
         *(["--until", a["until"]] if "until" in a else []),
+        *(["--as-of", a["as_of"]] if "as_of" in a else []),
     ],
     "around": lambda a: [
         "around",
@@ -229,6 +236,7 @@ CLI_ARGS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
         "--radius",
         str(a["radius"]),
         *(["--frame", a["frame"]] if "frame" in a else []),
+        *(["--since", a["since"]] if "since" in a else []),
     ],
     "update": lambda a: ["update", str(a["memory_id"]), a["new_content"]],
     "forget": lambda a: ["forget", str(a["memory_id"]), "--reason", a["reason"]],

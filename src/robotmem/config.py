@@ -108,6 +108,10 @@ class Settings:
     consolidation_jaccard: float = 0.50
     decay_rate: float = 0.01
     related_top_k: int = 5
+    # Objects that persist (docs/where-and-when.md): sightings of one label without an id whose positions
+    # (same frame) lie within this distance of the group's latest are one object. 1 m: a cup nudged on a
+    # table stays one cup, two cones a few metres apart stay two.
+    object_group_radius: float = 1.0
     # Limits
     max_insight_chars: int = 300
     max_description_chars: int = 2000
@@ -238,6 +242,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float | None, str]] = {
     "dedup_cosine": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
     "consolidation_jaccard": (0.0, 2.0, "0..2 (above 1 turns the check off)"),
     "decay_rate": (0.0, 1.0, "0..1"),
+    "object_group_radius": (0.0, 1_000_000.0, "0..1000000 (the frame's units, metres)"),
     "rerank_timeout_s": (0.001, 600.0, "0.001..600 seconds"),
     "bm25_k1": (0.0, 10.0, "0..10"),
     "bm25_b": (0.0, 1.0, "0..1"),

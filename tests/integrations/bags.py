@@ -89,13 +89,13 @@ MSGTYPES = {
 }
 
 
-def _build(ts, kind: str, t_ns: int, value, ros1: bool):  # type: ignore[no-untyped-def]
+def _build(ts, kind: str, t_ns: int, value, ros1: bool, frame_id: str = "map"):  # type: ignore[no-untyped-def]
     T = ts.types
     stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
     header = (
-        T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id="map")
+        T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id=frame_id)
         if ros1
-        else T["std_msgs/msg/Header"](stamp=stamp, frame_id="map")
+        else T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame_id)
     )
     if kind == "int":
         return T["std_msgs/msg/Int32"](data=value)
@@ -122,12 +122,17 @@ def _build(ts, kind: str, t_ns: int, value, ros1: bool):  # type: ignore[no-unty
     )
 
 
-def write_rosbags(path: Path, plans: list[PlannedEpisode], storage: str, *, outcome_as: str = "bool") -> Path:
-    """Write the plan with ``rosbags``: ``storage`` is ``sqlite3``, ``mcap`` (rosbag2) or ``ros1``."""
-    return write_stream(path, events(plans, outcome_as=outcome_as), storage)
+def write_rosbags(
+    path: Path, plans: list[PlannedEpisode], storage: str, *, outcome_as: str = "bool", frame_id: str = "map"
+) -> Path:
+    """Write the plan with ``rosbags``: ``storage`` is ``sqlite3``, ``mcap`` (rosbag2) or ``ros1``; every
+    stamped message's header names ``frame_id``."""
+    return write_stream(path, events(plans, outcome_as=outcome_as), storage, frame_id=frame_id)
 
 
-def write_stream(path: Path, stream: list[tuple[str, int, str, object]], storage: str) -> Path:
+def write_stream(
+    path: Path, stream: list[tuple[str, int, str, object]], storage: str, *, frame_id: str = "map"
+) -> Path:
     """Write ``(topic, t_ns, kind, value)`` events (in time order) with ``rosbags`` in ``storage``."""
     from rosbags.typesys import Stores, get_typestore
 
@@ -150,7 +155,7 @@ def write_stream(path: Path, stream: list[tuple[str, int, str, object]], storage
         for topic, t_ns, kind, value in stream:
             if topic not in connections:
                 connections[topic] = writer.add_connection(topic, MSGTYPES[kind], typestore=ts)
-            message = _build(ts, kind, t_ns, value, ros1)
+            message = _build(ts, kind, t_ns, value, ros1, frame_id)
             raw = (
                 ts.serialize_ros1(message, MSGTYPES[kind])
                 if ros1

@@ -51,7 +51,7 @@ def test_the_export_reads_back_with_the_mcap_library(exported: tuple[Path, list[
     assert topics == set(summary["topics"]) == {
         "/robotmem/memories", "/robotmem/log", "/robotmem/joint_states",
         "/robotmem/spatial/object_initial", "/robotmem/spatial/object_final",
-        "/robotmem/spatial/goal_initial", "/robotmem/spatial/goal_final",
+        "/robotmem/spatial/goal_initial", "/robotmem/spatial/goal_final", "/robotmem/spatial/position",
     }  # fmt: skip
     assert len(seen) == summary["messages"]
     texts = [json.loads(m.data) for _, c, _, m in seen if c.topic == "/robotmem/memories"]
@@ -88,6 +88,23 @@ def test_the_export_reads_back_with_rosbags(exported: tuple[Path, list[dict], di
             if connection.msgtype == "sensor_msgs/msg/JointState":
                 assert len(message.position) == 3
     assert count == summary["messages"]
+
+
+def test_exported_points_carry_the_frame_the_bag_named(tmp_path: Path, memory: RobotMemory) -> None:
+    bag = write_rosbags(tmp_path / "odom", plan_episodes(3), "sqlite3", frame_id="odom")
+    imported = import_bag(memory, bag, BAG_MAP, Boundaries(marker="/episode"))
+    episode = memory.get_memory(imported["memory_ids"][0])
+    summary = export_mcap([episode], tmp_path / "odom.mcap")
+    with AnyReader([tmp_path / "odom.mcap"]) as reader:
+        frames = {
+            (connection.topic, reader.deserialize(raw, connection.msgtype).header.frame_id)
+            for connection, _, raw in reader.messages()
+            if connection.topic.startswith("/robotmem/spatial/")
+        }
+    assert {topic for topic, _ in frames} == {
+        t for t in summary["topics"] if t.startswith("/robotmem/spatial/")
+    }
+    assert {frame for _, frame in frames} == {"odom"}
 
 
 def test_export_refuses_an_existing_file(exported: tuple[Path, list[dict], dict]) -> None:

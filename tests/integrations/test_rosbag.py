@@ -108,6 +108,40 @@ def test_rosbags_formats_import_and_recall_the_nearest_successes(
     assert [m["task"]["episode"] for m in newest] == [23, 22, 21]
 
 
+@pytest.mark.parametrize(("storage", "frame_id"), [("sqlite3", "odom"), ("mcap", "odom"), ("ros1", "/odom")])
+def test_imported_positions_carry_the_frame_of_their_messages(
+    storage: str, frame_id: str, tmp_path: Path, memory: RobotMemory
+) -> None:
+    plans = plan_episodes(8, seed=11)
+    bag = write_rosbags(tmp_path / f"odom_{storage}", plans, storage, frame_id=frame_id)
+    result = import_bag(memory, bag, FULL_MAP, MARKERS)
+    detail = memory.get_memory(result["memory_ids"][2])
+    # The first pose at the start is where the episode happened, in its header's frame (ROS 1's "/odom" too).
+    assert detail["spatial"]["position"] == pytest.approx(list(plans[2].object_initial))
+    assert detail["spatial"]["frame"] == "odom"
+    everywhere = {"min": [-2.0, -2.0, -2.0], "max": [2.0, 2.0, 2.0]}
+    in_odom = memory.recall("", n=50, region={**everywhere, "frame": "odom"}, context_filter={"type": "fact"})
+    assert sorted(m["id"] for m in in_odom["memories"]) == sorted(result["memory_ids"])
+    assert memory.recall("", n=50, region={**everywhere, "frame": "map"})["memories"] == []
+    assert memory.recall("", n=50, region=everywhere)["memories"] == []  # no frame named is map
+    # A sphere around one episode's start finds exactly the episodes that began within it.
+    center = list(plans[2].object_initial)
+    near = memory.recall("push", n=50, region={"center": center, "radius": 0.5, "frame": "odom"})
+    truth = [i for i, p in enumerate(plans) if math.dist(p.object_initial, center) <= 0.5]
+    assert sorted(m["task"]["episode"] for m in near["memories"]) == truth
+
+
+def test_positions_whose_header_names_no_frame_are_in_map(tmp_path: Path, memory: RobotMemory) -> None:
+    bag = write_rosbags(tmp_path / "noframe", plan_episodes(4, seed=5), "sqlite3", frame_id="")
+    result = import_bag(memory, bag, FULL_MAP, MARKERS)
+    detail = memory.get_memory(result["memory_ids"][0])
+    assert "frame" not in detail["spatial"] and len(detail["spatial"]["position"]) == 3
+    found = memory.recall(
+        "", n=50, region={"min": [-2.0] * 3, "max": [2.0] * 3}, context_filter={"type": "fact"}
+    )
+    assert sorted(m["id"] for m in found["memories"]) == sorted(result["memory_ids"])
+
+
 def test_an_mcap_from_the_official_ros2_writer_imports(tmp_path: Path, memory: RobotMemory) -> None:
     plans = plan_episodes(15, seed=3)
     bag = write_mcap_ros2(tmp_path / "official", plans)

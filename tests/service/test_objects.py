@@ -99,6 +99,21 @@ def test_sightings_without_an_id_group_by_label_and_distance(
     assert {c["frame"] for c in cones} == {"odom"}
 
 
+def test_the_group_radius_is_a_setting(memory: RobotMemory, site: dict[str, int]) -> None:
+    # The two yard cones lie 0.3 apart and the gate's 14 m further: one radius groups, another splits.
+    def cones(radius: float) -> list[tuple[int, int]]:
+        memory.settings = memory.settings.replace(object_group_radius=radius)
+        return [(c["memory_id"], c["sightings"]) for c in memory.last_seen("cone")["objects"]]
+
+    assert cones(0.29) == [(site["cone_b"], 1), (site["cone_a2"], 1), (site["cone_a1"], 1)]
+    assert cones(0.31) == [(site["cone_b"], 1), (site["cone_a2"], 2)]
+    assert cones(20.0) == [(site["cone_b"], 3)]
+    gate = memory.around([15, 1], 1.0, frame="odom")["objects"]
+    assert [(o["memory_id"], o["sightings"]) for o in gate] == [(site["cone_b"], 3)]
+    memory.settings = memory.settings.replace(object_group_radius=0.0)
+    assert [o["sightings"] for o in memory.around([15, 1], 1.0, frame="odom")["objects"]] == [1]
+
+
 def test_window_and_region_narrow_the_sightings(memory: RobotMemory, site: dict[str, int]) -> None:
     kitchen = {"center": [1.2, 2, 0.9], "radius": 0.5}
     found = memory.last_seen(object_id="mug-3", region={**kitchen, "center": [1, 2, 0.9], "radius": 0.1})[
@@ -121,6 +136,34 @@ def test_around_lists_what_is_here_now_nearest_first(memory: RobotMemory, site: 
     assert memory.around([1, 1], 1.0)["objects"] == []  # the map's (1, 1) is another place
 
 
+def test_times_before_now_count_back_from_the_clock(memory: RobotMemory, site: dict[str, int]) -> None:
+    # The last sighting was at 13:30, and the clock stands there: "-35m" is 12:55, after the pallet moved.
+    assert (
+        memory.last_seen(object_id="pallet-1", as_of="-35m")["objects"][0]["memory_id"]
+        == site["pallet_after"]
+    )
+    (before,) = memory.last_seen(object_id="pallet-1", as_of="-0.75h")["objects"]  # 12:45
+    assert before["memory_id"] == site["pallet_before"] and before["sightings"] == 1
+    assert memory.last_seen(object_id="pallet-1", as_of="now")["objects"][0]["sightings"] == 2
+    assert memory.last_seen(object_id="mug-3", since="-2h", until="now")["objects"][0]["sightings"] == 2
+    (late,) = memory.last_seen(object_id="mug-3", since="-72m")["objects"]  # 12:18: the later sighting only
+    assert late["memory_id"] == site["mug_late"] and late["sightings"] == 1
+    (early,) = memory.last_seen(object_id="mug-3", until="-75m")["objects"]  # 12:15: the earlier only
+    assert early["memory_id"] == site["mug_early"]
+    assert memory.last_seen(object_id="mug-3", since="-1d", until="-1h")["objects"][0]["sightings"] == 2
+    assert memory.last_seen(object_id="mug-3", until="-1w") == {"objects": []}
+
+
+def test_around_since_a_time_before_now(memory: RobotMemory, site: dict[str, int]) -> None:
+    # Since 12:30: the Chinese-labelled mug (13:00) is around, mug-3 (last seen 12:20) is not.
+    recent = memory.around([4, 4, 0], 3.5, since="-1h")
+    assert [o["object_id"] for o in recent["objects"]] == ["mug-9"]
+    assert sorted(m["id"] for m in recent["memories"]) == sorted([site["pallet_before"], site["teapot"]])
+    assert memory.around([4, 4, 0], 3.5, since="-25m") == {"objects": [], "memories": []}
+    epoch = 1767270600  # 2026-01-01T12:30:00Z, the same bound as epoch seconds
+    assert memory.around([4, 4, 0], 3.5, since=epoch)["objects"] == recent["objects"]
+
+
 @pytest.mark.parametrize(
     ("call", "words"),
     [
@@ -134,6 +177,15 @@ def test_around_lists_what_is_here_now_nearest_first(memory: RobotMemory, site: 
         (lambda m: m.around([1.0], 1.0), "position"),
         (lambda m: m.around([1.0, 2.0], -1.0), "radius"),
         (lambda m: m.around([1.0, 2.0], 1.0, frame=""), "frame:"),
+        (lambda m: m.last_seen("mug", since="-2x"), "since: must be an ISO 8601 time with a zone"),
+        (lambda m: m.last_seen("mug", until="-30 minutes"), "until: must be"),
+        (lambda m: m.last_seen("mug", as_of="soon"), "as_of: must be"),
+        (lambda m: m.last_seen("mug", as_of=True), "as_of"),
+        (lambda m: m.last_seen("mug", since="-1h", as_of="-2h"), "as_of: "),
+        (lambda m: m.last_seen("mug", since="-1h", until="-2h"), "since: "),
+        (lambda m: m.last_seen("mug", as_of="-400000w"), "as_of: "),
+        (lambda m: m.around([1.0, 2.0], 1.0, since="last week"), "since: must be"),
+        (lambda m: m.around([1.0, 2.0], 1.0, since=float("nan")), "since: must be a finite number"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(

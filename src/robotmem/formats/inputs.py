@@ -436,49 +436,6 @@ def validate_items(
 
 # ---- where and when: objects ------------------------------------------------------------------------
 
-# A moment or a window bound: ISO 8601 with a zone, epoch seconds, or (bounds) a span before now.
-Moment = str | float | None
-_RELATIVE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-
-
-def parse_moment(field: str, raw: Any, *, relative: bool = True) -> float | tuple[str, float] | None:
-    """Return epoch seconds for ISO 8601 text with a zone or epoch seconds, ``("ago", seconds)`` for a
-    span before now (``now``, ``-30m``, ``-2h``, ``-7d``), None for None; ``ValidationError`` naming
-    ``field`` otherwise. (One parser serves these inputs until recall's time windows share theirs.)"""
-    from datetime import datetime
-
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise ValidationError(
-            f"{field}: must be an ISO 8601 time with a zone or epoch seconds, got {short_repr(raw)}"
-        )
-    if isinstance(raw, (int, float)):
-        return float(raw)
-    text = raw.strip()
-    if relative and text.lower() == "now":
-        return ("ago", 0.0)
-    if relative and len(text) > 2 and text[0] == "-" and text[-1].lower() in _RELATIVE_UNITS:
-        try:
-            return ("ago", float(text[1:-1]) * _RELATIVE_UNITS[text[-1].lower()])
-        except ValueError:
-            pass
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
-    except ValueError:
-        raise ValidationError(
-            f"{field}: must be an ISO 8601 time with a zone, epoch seconds"
-            + (", now, or a span before now such as -30m, -2h, -7d" if relative else "")
-            + f", got {short_repr(raw)}"
-        ) from None
-    if moment.tzinfo is None:
-        raise ValidationError(f"{field}: {short_repr(raw)} has no zone; add one (Z or +00:00)")
-    return moment.timestamp()
-
 
 class LastSeenInput(OperationInput):
     """Where each matching object was last seen."""
@@ -492,19 +449,21 @@ class LastSeenInput(OperationInput):
         default=None, description='The object\'s id as sightings name it (context.object.id, e.g. "mug-3").'
     )
     n: int = Field(default=5, ge=1, le=100, description="How many objects to return, best match first.")
-    since: Moment = Field(
-        default=None, description="Only sightings at or after this time (ISO 8601, epoch seconds, or -2h)."
+    since: EventTimeInput = Field(
+        default=None, description=f"Only sightings at or after this time: {TIME_BOUND}."
     )
-    until: Moment = Field(default=None, description="Only sightings at or before this time.")
+    until: EventTimeInput = Field(
+        default=None, description=f"Only sightings at or before this time: {TIME_BOUND}."
+    )
     region: JsonObjectOrText = Field(
         default=None,
         description='Only sightings in this region: {"center": [x, y, z], "radius": r, "frame": "map"} '
         'or {"min": [...], "max": [...], "frame": "map"}.',
     )
-    as_of: Moment = Field(
+    as_of: EventTimeInput = Field(
         default=None,
         description="Where the object was at this time: its latest sighting at or before it "
-        '("where was the pallet before it was moved?").',
+        f'("where was the pallet before it was moved?"); {TIME_BOUND}.',
     )
     collection: str | None = Field(
         default=None, description="Collection to search (default: the instance's)."
@@ -516,8 +475,8 @@ class LastSeenInput(OperationInput):
         return self._region
 
     @property
-    def window(self) -> tuple[Any, Any, Any]:
-        """``since``, ``until`` and ``as_of`` parsed (``parse_moment``); spans before now resolved later."""
+    def window(self) -> tuple[TimeBound | None, TimeBound | None, TimeBound | None]:
+        """``since``, ``until`` and ``as_of``: moments or offsets before now (None: unbounded)."""
         return self._window
 
     def _check(self, settings: Settings) -> None:
@@ -527,9 +486,9 @@ class LastSeenInput(OperationInput):
         self._check_name("collection")
         self._region = parse_region(self.region)
         self._window = (
-            parse_moment("since", self.since),
-            parse_moment("until", self.until),
-            parse_moment("as_of", self.as_of),
+            parse_time_bound("since", self.since),
+            parse_time_bound("until", self.until),
+            parse_time_bound("as_of", self.as_of),
         )
 
 
@@ -545,9 +504,8 @@ class AroundInput(OperationInput):
     frame: str | None = Field(
         default=None, description='The coordinate frame of the position (default "map").'
     )
-    since: Moment = Field(
-        default=None,
-        description="Only objects last seen at or after this time (ISO 8601, epoch seconds, -1d).",
+    since: EventTimeInput = Field(
+        default=None, description=f"Only objects last seen at or after this time: {TIME_BOUND}."
     )
     n: int = Field(default=10, ge=1, le=100, description="How many objects and memories to return.")
     collection: str | None = Field(
@@ -560,7 +518,8 @@ class AroundInput(OperationInput):
         return self._region
 
     @property
-    def since_parsed(self) -> Any:
+    def since_parsed(self) -> TimeBound | None:
+        """``since``: a moment or an offset before now (None: unbounded)."""
         return self._since
 
     def _check(self, settings: Settings) -> None:
@@ -571,4 +530,4 @@ class AroundInput(OperationInput):
             raise ValidationError(f"radius: must be a finite number, got {short_repr(self.radius)}")
         frame = parse_frame(self.frame, "frame")
         self._region = Region(INDEXED_PATHS[0], frame, center=tuple(self.position), radius=self.radius)
-        self._since = parse_moment("since", self.since)
+        self._since = parse_time_bound("since", self.since)

@@ -371,6 +371,24 @@ def parse_time_bound(field: str, raw: Any) -> TimeBound | None:
     return _moment(field, raw, _BOUND_FORM)
 
 
+def _bound_at(field: str, bound: TimeBound | None, now: datetime) -> datetime | None:
+    if bound is None:
+        return None
+    if isinstance(bound, timedelta):
+        try:
+            return now.astimezone(timezone.utc) - bound
+        except OverflowError:
+            raise ValidationError(f"{field}: {bound} before now is before year 1") from None
+    return bound
+
+
+def resolve_bound(field: str, bound: TimeBound | None, now: datetime) -> str | None:
+    """Return one parsed bound (``parse_time_bound``) as a stored time, an offset counted back from ``now``;
+    None for None. Raises ``ValidationError`` naming ``field`` when the offset reaches before year 1."""
+    moment = _bound_at(field, bound, now)
+    return None if moment is None else moment.isoformat(timespec="microseconds")
+
+
 def resolve_window(
     since: TimeBound | None, until: TimeBound | None, now: datetime
 ) -> tuple[str | None, str | None]:
@@ -378,18 +396,7 @@ def resolve_window(
 
     Raises ``ValidationError`` when ``since`` is after ``until``.
     """
-
-    def at(bound: TimeBound | None) -> datetime | None:
-        if bound is None:
-            return None
-        if isinstance(bound, timedelta):
-            try:
-                return now.astimezone(timezone.utc) - bound
-            except OverflowError:
-                raise ValidationError(f"since/until: {bound} before now is before year 1") from None
-        return bound
-
-    start, end = at(since), at(until)
+    start, end = _bound_at("since", since, now), _bound_at("until", until, now)
     if start is not None and end is not None and start > end:
         raise ValidationError(
             f"since: {start.isoformat()} is after until ({end.isoformat()}); the window would be empty"

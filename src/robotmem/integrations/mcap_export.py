@@ -16,8 +16,8 @@ episode, else ``observed_at``, when it happened, else ``created_at``):
 - ``/robotmem/memories`` (``std_msgs/msg/String``): the memory record as JSON text (Raw Messages panel);
 - ``/robotmem/log`` (``foxglove_msgs/msg/Log``): the insight text with its outcome as the level (Log
   panel: failures show as warnings);
-- ``/robotmem/spatial/<name>`` (``geometry_msgs/msg/PointStamped``, frame ``map``): every 3-number
-  ``spatial`` field (3D panel);
+- ``/robotmem/spatial/<name>`` (``geometry_msgs/msg/PointStamped``): every 3-number ``spatial`` field
+  (3D panel), its ``header.frame_id`` the memory's ``spatial.frame`` (``map`` when it names none);
 - ``/robotmem/joint_states`` (``sensor_msgs/msg/JointState``): the samples of a joint-trajectory
   perception (``joint_names``, ``t_ns``, ``positions``; recall with ``include_data=True``) at their times.
 """
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from robotmem.errors import ValidationError
+from robotmem.query.regions import DEFAULT_FRAME
 from robotmem.service.files import new_file
 
 try:
@@ -167,9 +168,9 @@ class _Out:
         )
         self.count += 1
 
-    def header(self, t_ns: int) -> Any:
+    def header(self, t_ns: int, frame: str = DEFAULT_FRAME) -> Any:
         T = self.ts.types
-        return T["std_msgs/msg/Header"](stamp=self.time(t_ns), frame_id="map")
+        return T["std_msgs/msg/Header"](stamp=self.time(t_ns), frame_id=frame)
 
     def time(self, t_ns: int) -> Any:
         return self.ts.types["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
@@ -225,11 +226,14 @@ def _write_memory(
     )
     out.write("/robotmem/log", "foxglove_msgs/msg/Log", t_ns, log)
     spatial = memory.get("spatial")
-    for name, value in sorted(spatial.items() if isinstance(spatial, Mapping) else ()):
+    spatial = spatial if isinstance(spatial, Mapping) else {}
+    frame = spatial.get("frame")
+    frame = frame if isinstance(frame, str) and frame else DEFAULT_FRAME
+    for name, value in sorted(spatial.items()):
         xyz = _point(value)
         if xyz is not None:
             point = T["geometry_msgs/msg/Point"](x=xyz[0], y=xyz[1], z=xyz[2])
-            message = T["geometry_msgs/msg/PointStamped"](header=out.header(t_ns), point=point)
+            message = T["geometry_msgs/msg/PointStamped"](header=out.header(t_ns, frame), point=point)
             out.write(f"/robotmem/spatial/{name}", "geometry_msgs/msg/PointStamped", t_ns, message)
     for sample_ns, names, position in samples:
         state = T["sensor_msgs/msg/JointState"](

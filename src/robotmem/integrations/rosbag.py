@@ -13,6 +13,8 @@ Needs the extra ``robotmem[ros]`` (the pure-Python ``rosbags`` reader; no ROS in
 A bag is cut into episodes (``Boundaries``: marker messages, explicit windows, or silences on a topic).
 Each episode becomes one session holding one memory: the insight text, ``spatial.<name>_initial`` /
 ``_final`` of every pose topic and ``spatial.layout_initial`` (all initial poses in one list),
+``spatial.position`` (the first pose's initial position, the indexed path regions ask) with
+``spatial.frame`` (that message's ``header.frame_id``; none = the default frame),
 ``task.success`` from the outcome topic, the constant ``robot`` and ``task`` sections, and
 ``provenance`` — bag path, storage, the topics read (the boundary topic too), ``t_start_ns`` /
 ``t_end_ns`` and ``start_offset_s`` (for ``ros2 bag play --start-offset``). A JointState topic adds a
@@ -47,6 +49,7 @@ from robotmem.integrations.bag_map import (
     map_from_dict,
 )
 from robotmem.integrations.episodes import context_json_value, outcome_word, sample_indices, to_json_value
+from robotmem.query.regions import MAX_FRAME_CHARS
 from robotmem.service.recall import context_values
 
 try:
@@ -111,6 +114,7 @@ class Slice:
 
     window: Window
     first: dict[str, list[float]] = field(default_factory=dict)
+    first_frames: dict[str, str | None] = field(default_factory=dict)  # header.frame_id of each first pose
     last: dict[str, list[float]] = field(default_factory=dict)
     joints: list[tuple[int, Any]] = field(default_factory=list)
     outcome: bool | None = None
@@ -246,6 +250,21 @@ def read_pose(message: Any, pose: PoseTopic) -> list[float]:
         else "a position (tried pose.pose.position, pose.position, position, point, transform.translation, vector, x/y/z)"
     )
     raise ValidationError(f"poses.{pose.name}: messages on {pose.topic} have no {where}")
+
+
+def read_frame(message: Any) -> str | None:
+    """Return the coordinate frame of a stamped message (``header.frame_id``), else None.
+
+    A leading ``/`` (ROS 1's ``/map``) is dropped, as tf2 does; an empty or over-long name is no frame.
+    """
+    try:
+        frame_id = field_at(message, ("header", "frame_id"))
+    except LookupError:
+        return None
+    if not isinstance(frame_id, str):
+        return None
+    name = frame_id.strip().lstrip("/")
+    return name if name and len(name) <= MAX_FRAME_CHARS else None
 
 
 def read_outcome(message: Any, field_path: str) -> tuple[bool | None, dict[str, Any]]:
@@ -440,12 +459,12 @@ def read_slices(
         message = reader.deserialize(raw, connection.msgtype)
         for pose in poses.get(topic, ()):
             point = read_pose(message, pose)
+            frame = read_frame(message)
             for s in hits:
                 begins, ends = s.window.active
-                if stamp <= begins:
-                    s.first[pose.name] = point  # the last at or before the activity starts ...
-                else:
-                    s.first.setdefault(pose.name, point)  # ... else the first after
+                if stamp <= begins or pose.name not in s.first:
+                    # the last at or before the activity starts, else the first after
+                    s.first[pose.name], s.first_frames[pose.name] = point, frame
                 if stamp >= ends:
                     s.after_end.setdefault(pose.name, point)  # the first at or after it ends ...
                 else:
@@ -519,6 +538,7 @@ def episode_context(
     layout = bag_map.layout if bag_map.layout is not None else tuple(p.name for p in bag_map.poses)
     if layout and all(name in s.first for name in layout):
         spatial["layout_initial"] = [x for name in layout for x in s.first[name]]
+    spatial.update(episode_place(s, bag_map))
     task: dict[str, Any] = {**s.outcome_detail, **dict(bag_map.task)}
     begins, ends = w.active
     task.update(episode=w.index, duration_s=round((ends - begins) / 1e9, 6))
@@ -542,6 +562,20 @@ def episode_context(
         }
     )
     return context
+
+
+def episode_place(s: Slice, bag_map: BagMap) -> dict[str, Any]:
+    """Return ``position`` and ``frame``: where the episode happened, for regions, ``last_seen`` and ``around``.
+
+    The position is the map's first pose at the start (when it has 2 or 3 coordinates), its frame the
+    ``header.frame_id`` of the message that gave it (left out when the message names none: the default).
+    """
+    anchor = bag_map.poses[0].name if bag_map.poses else None
+    point = s.first.get(anchor) if anchor else None
+    if point is None or len(point) not in (2, 3):
+        return {}
+    frame = s.first_frames.get(anchor) if anchor else None
+    return {"position": list(point)} | ({"frame": frame} if frame else {})
 
 
 def describe(context: Mapping[str, Any], bag: Path) -> str:

@@ -151,7 +151,7 @@ def map_view(engine: Engine, args: MapInput) -> MapResult:
         if key is not None and frame is not None:
             points, total = tx.browse.map_points(key, scope, args.limit, frame)
             sightings, seen = tx.browse.object_sightings(scope, frame, args.limit)
-        objects = map_tracks(sightings, args.objects)
+        objects = map_tracks(sightings, args.objects, engine.settings.object_group_radius)
         return map_result(
             chosen, fields, frame, frames, scope, MAP_LAYERS, points, total, args.limit, objects, seen
         )

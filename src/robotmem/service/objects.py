@@ -4,8 +4,9 @@ around me now?"), over the sightings recall already indexes.
 A sighting is any memory whose context names an object: ``{"object": {"id": "mug-3", "label": "red mug"}}``
 with a position (``spatial.position``, ``spatial.frame``). An object with an id is every sighting of that id,
 whatever the distance between them: a later sighting elsewhere means it moved, and the earlier ones stay its
-history. Sightings with a label and no id are grouped by ``GROUP_RADIUS``: in time order, a sighting joins
-the group of the same label and frame whose latest position lies within the radius, else it starts one.
+history. Sightings with a label and no id are grouped by the setting ``object_group_radius``: in time order, a
+sighting joins the group of the same label and frame whose latest position lies within the radius, else it
+starts one.
 
 The time of a sighting is ``sighting_time``; the store orders sightings by ``SIGHTING_FIELD``.
 ``map_tracks`` turns one frame's sightings into the web map's objects: each one's latest position there
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,10 +33,11 @@ from robotmem.formats.serialize import (
     object_sighting,
     with_distance,
 )
+from robotmem.formats.validation import resolve_bound, resolve_window
 from robotmem.query.filters import All, Condition, Node
 from robotmem.query.regions import DEFAULT_FRAME, Region
 from robotmem.records import Hit, MapSighting, Memory
-from robotmem.service.engine import Engine, iso
+from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.scoring import bm25_words
@@ -46,7 +48,6 @@ from robotmem.text.tokens import or_match
 # With event time stored, these become "observed_at" and the order "recent" (the one place to change).
 SIGHTING_FIELD = "observed_at"
 NEWEST_FIRST = "recent"
-GROUP_RADIUS = 1.0  # metres: sightings of one label without an id closer than this are one object
 _LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
 _BLOCK = 500
 
@@ -90,8 +91,11 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     """Return each matching object's latest sighting, best match first; see ``RobotMemory.last_seen``."""
     since, until, as_of = args.window
     now = engine.clock()
-    upper = _earliest(_stored(until, now), _stored(as_of, now))
-    window = _window(_stored(since, now), upper)
+    start, end = resolve_window(since, until, now)
+    then = resolve_bound("as_of", as_of, now)
+    if start is not None and then is not None and start > then:
+        raise ValidationError(f"as_of: {then} is before since ({start}); no sighting could match")
+    window = _window(start, _earliest(end, then))
     collection = engine.collection_for(args.collection)
     scope = _scope(collection, _joined(_HAS_OBJECT, *window), args.region_parsed)
     if args.object_id is not None:
@@ -101,10 +105,12 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     else:
         keys = engine.read(lambda tx: _recent_keys(tx, scope, args.n))
 
+    radius = engine.settings.object_group_radius
+
     def work(tx: StoreTx) -> list[Track]:
         tracks: list[Track] = []
         for object_id, label in keys:
-            tracks.extend(_tracks(tx, scope, object_id, label))
+            tracks.extend(_tracks(tx, scope, object_id, label, radius))
             if len(tracks) >= args.n:
                 break
         return tracks[: args.n]
@@ -115,18 +121,19 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
 def around(engine: Engine, args: AroundInput) -> AroundResult:
     """Return the objects last seen within the radius, nearest first, and the latest memories there."""
     now = engine.clock()
-    since = _window(_stored(args.since_parsed, now), None)
+    since = _window(resolve_bound("since", args.since_parsed, now), None)
     collection = engine.collection_for(args.collection)
     region = args.region_parsed
     here = _scope(collection, _joined(_HAS_OBJECT, *since), region)
     everywhere = _scope(collection, _joined(_HAS_OBJECT, *since), None)
+    radius = engine.settings.object_group_radius
 
     def work(tx: StoreTx) -> list[ObjectSighting]:
         found: list[ObjectSighting] = []
         for object_id, label in _keys(
             tx.memories.fetch(tx.candidates(here).listed(None, order="id")).values()
         ):
-            for track in _tracks(tx, everywhere, object_id, label):
+            for track in _tracks(tx, everywhere, object_id, label, radius):
                 sighting = track.result()
                 if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
                     found.append(with_distance(sighting, _distance(sighting["position"], region)))
@@ -159,22 +166,9 @@ def _joined(first: Node | None, *more: Node) -> Node | None:
 
 
 def _window(since: str | None, until: str | None) -> list[Node]:
-    if since is not None and until is not None and since > until:
-        raise ValidationError(f"since: {since} is after until ({until}); the window would be empty")
+    """The conditions "observed in [since, until]" (stored times; None: unbounded)."""
     bounds = [(since, "$gte"), (until, "$lte")]
     return [Condition((SIGHTING_FIELD,), op, at) for at, op in bounds if at is not None]
-
-
-def _stored(moment: Any, now: datetime) -> str | None:
-    """A parsed moment (``parse_moment``) as a stored time, a span before now counted back from ``now``."""
-    if moment is None:
-        return None
-    if isinstance(moment, tuple):
-        return iso(now - timedelta(seconds=moment[1]))
-    try:
-        return iso(datetime.fromtimestamp(moment, tz=timezone.utc))
-    except (OverflowError, OSError, ValueError):
-        raise ValidationError(f"time: {moment} epoch seconds is out of range") from None
 
 
 def _earliest(*moments: str | None) -> str | None:
@@ -254,8 +248,11 @@ def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | No
     return keys
 
 
-def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str | None) -> list[Track]:
-    """The tracks of an object id (one), or of a label's sightings without id (grouped), newest first."""
+def _tracks(
+    tx: StoreTx, scope: RecallScope, object_id: str | None, label: str | None, radius: float
+) -> list[Track]:
+    """The tracks of an object id (one), or of a label's sightings without id (grouped within ``radius``),
+    newest first."""
     if object_id is not None:
         condition: Node = Condition(("context", "object", "id"), "$eq", object_id)
     else:
@@ -283,12 +280,12 @@ def _tracks(tx: StoreTx, scope: RecallScope, object_id: str | None, label: str |
         return [Track(object_id, _object(sighting)[1], [sighting], count)]
     ids = source.listed(None, order=NEWEST_FIRST)
     fetched = tx.memories.fetch(ids)
-    return _grouped(label, [fetched[m] for m in ids if m in fetched])
+    return _grouped(label, [fetched[m] for m in ids if m in fetched], radius)
 
 
-def _grouped(label: str | None, newest_first: list[Memory]) -> list[Track]:
+def _grouped(label: str | None, newest_first: list[Memory], radius: float) -> list[Track]:
     """Sightings of one label without id, as objects (``_by_place``), newest group first."""
-    tracks = [Track(None, label, members) for members in _by_place(newest_first, _place)]
+    tracks = [Track(None, label, members) for members in _by_place(newest_first, _place, radius)]
     tracks.sort(key=lambda t: (sighting_time(t.sightings[0]), t.sightings[0].id), reverse=True)
     return tracks
 
@@ -301,15 +298,15 @@ def _place(memory: Memory) -> tuple[Any, list[float] | None]:
 
 
 def _by_place(
-    newest_first: Sequence[_Item], place: Callable[[_Item], tuple[Any, list[float] | None]]
+    newest_first: Sequence[_Item], place: Callable[[_Item], tuple[Any, list[float] | None]], radius: float
 ) -> list[list[_Item]]:
     """Sightings of one label without id, grouped into objects: in time order, each joins the group of its
-    frame whose latest position is within ``GROUP_RADIUS``, else starts one; each group newest first."""
+    frame whose latest position is within ``radius``, else starts one; each group newest first."""
     groups: list[tuple[Any, list[float] | None, list[_Item]]] = []
     for item in reversed(newest_first):
         frame, position = place(item)
         for index, (group_frame, latest, members) in enumerate(groups):
-            if group_frame == frame and _near(latest, position):
+            if group_frame == frame and _near(latest, position, radius):
                 members.insert(0, item)
                 groups[index] = (group_frame, position, members)
                 break
@@ -318,11 +315,11 @@ def _by_place(
     return [members for _, _, members in groups]
 
 
-def map_tracks(newest_first: Sequence[MapSighting], n: int) -> list[MapObject]:
+def map_tracks(newest_first: Sequence[MapSighting], n: int, radius: float) -> list[MapObject]:
     """The objects of one frame's sightings (newest first), most recently seen first, at most ``n``: each
     with its latest position and its track in ``observed_at`` order.
 
-    An object is an id within a collection, or a label's sightings without id grouped by ``_by_place``;
+    An object is an id within a collection, or a label's sightings without id grouped within ``radius`` by ``_by_place``;
     a sighting with neither, or whose position is not 2 or 3 numbers, is left out."""
     by_key: dict[tuple[str, str | None, str | None], list[MapSighting]] = {}
     for sighting in newest_first:
@@ -335,7 +332,9 @@ def map_tracks(newest_first: Sequence[MapSighting], n: int) -> list[MapObject]:
         if object_id is not None:
             tracks.append((object_id, sightings))
         else:
-            tracks.extend((None, group) for group in _by_place(sightings, lambda s: (None, s.position)))
+            tracks.extend(
+                (None, group) for group in _by_place(sightings, lambda s: (None, s.position), radius)
+            )
     tracks.sort(key=lambda t: (t[1][0].observed_at, t[1][0].memory_id), reverse=True)
     return [
         map_object(
@@ -348,12 +347,12 @@ def map_tracks(newest_first: Sequence[MapSighting], n: int) -> list[MapObject]:
     ]
 
 
-def _near(a: list[float] | None, b: list[float] | None) -> bool:
+def _near(a: list[float] | None, b: list[float] | None, radius: float) -> bool:
     if a is None or b is None:
         return a is None and b is None
     if len(a) != len(b):
         return False
-    return math.dist(a, b) <= GROUP_RADIUS
+    return math.dist(a, b) <= radius
 
 
 def _inside(region: Region, sighting: ObjectSighting) -> bool:

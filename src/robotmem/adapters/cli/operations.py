@@ -120,8 +120,9 @@ def _operation(name: str) -> Callable[[argparse.Namespace], int]:
 
 _OBSERVED_AT = "when it happened: ISO 8601 with a zone (2026-01-01T12:00:00Z) or epoch seconds"
 _TIME_BOUND = "ISO 8601 with a zone, epoch seconds, now, or before now (-30m, -2h, -7d)"
-# argparse's pattern of a negative number, widened to relative times (-30m, -1.5h).
-_NEGATIVE_OR_RELATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d+(\.\d+)?[smhdw]$")
+# argparse's pattern of a negative number, widened to every word that starts like one: relative times
+# (-30m, -1.5h) are values, and so is a mistyped one (-2x), which the input model then refuses by name.
+_NEGATIVE_OR_RELATIVE = re.compile(r"^-\.?\d")
 
 _INPUTS: dict[str, type[OperationInput]] = {
     "learn": LearnInput,
@@ -206,17 +207,21 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="?", default="", help='the object in words ("the red mug"), or empty')
     p.add_argument("--object-id", dest="object_id")
     p.add_argument("-n", type=int)
-    p.add_argument("--since", help="ISO 8601 with a zone, epoch seconds, or a span before now (-2h)")
-    p.add_argument("--until")
-    p.add_argument("--as-of", dest="as_of", help="where it was at this time")
+    p.add_argument("--since", help=f"only sightings observed at or after: {_TIME_BOUND}")
+    p.add_argument("--until", help=f"only sightings observed at or before: {_TIME_BOUND}")
+    p.add_argument("--as-of", dest="as_of", help=f"where it was at this time: {_TIME_BOUND}")
     p.add_argument("--region", help="JSON sphere or box, as for recall --region")
+    p._negative_number_matcher = _NEGATIVE_OR_RELATIVE  # ``--as-of -2h`` is a value
     p.set_defaults(run=_operation("last_seen"))
     p = sub.add_parser("around", parents=[common], help="objects and memories around a position")
     p.add_argument("position", type=float, nargs="+", help="x y [z]")
     p.add_argument("--radius", type=float, required=True)
     p.add_argument("--frame")
-    p.add_argument("--since")
+    p.add_argument("--since", help=f"only objects last seen at or after: {_TIME_BOUND}")
     p.add_argument("-n", type=int)
+    p._negative_number_matcher = (
+        _NEGATIVE_OR_RELATIVE  # ``--since -1h`` is a value, and so is ``-2.5`` in x y
+    )
     p.set_defaults(run=_operation("around"))
     p = sub.add_parser("save-perception", parents=[common], help="store a perception")
     p.add_argument("description")
