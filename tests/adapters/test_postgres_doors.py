@@ -26,7 +26,7 @@ pytestmark = [
 ]
 # Differ between two stores fed the same calls: times, random ids, the robot derived per store, timings.
 VOLATILE = {"created_at", "updated_at", "last_accessed", "ended_at", "session_id", "query_ms",
-            "access_count", "robot_id", "uid", "since", "last_at", "duration_s"}  # fmt: skip
+            "access_count", "robot_id", "uid", "since", "last_at", "duration_s", "observed_at"}  # fmt: skip
 
 
 @pytest.fixture

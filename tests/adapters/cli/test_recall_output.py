@@ -73,7 +73,7 @@ def test_a_terminal_gets_a_table_and_a_pipe_gets_json(two_collections: Path) -> 
     shown = on_terminal(two_collections, "recall", "cup grip")
     lines = shown.splitlines()
     assert lines[0].startswith("1 found (") and lines[0].endswith("in collection default")
-    assert lines[1].split() == ["id", "score", "category", "content", "context"]
+    assert lines[1].split() == ["id", "score", "relevance", "category", "content", "context"]
     assert "grip the cup at 12 N" in lines[2] and 'task.name="pick"' in lines[2] and "source" not in lines[2]
     assert "{" not in shown  # no JSON
     piped = json.loads(run(two_collections, "recall", "cup grip").stdout)
