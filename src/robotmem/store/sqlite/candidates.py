@@ -191,18 +191,16 @@ class SqlCandidates:
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
-        real: set[int] = set()
-        own: set[int] = set()
-        for marks, keyed in search.id_chunks(list(ids)):
-            rows = self._conn.execute(
-                "SELECT m.id, json_extract(m.context, '$.env.sim_or_real') = 'real', m.robot_id = :robot "
-                f"FROM memories m WHERE m.id IN ({marks})",
-                {**keyed, "robot": robot_id},
-            )
-            for memory_id, is_real, is_own in rows:
-                real.update((int(memory_id),) if is_real else ())
-                own.update((int(memory_id),) if is_own else ())
-        return Marks(real, own)
+        wanted = list(ids)
+        real = search.passing(self._conn, wanted, "json_extract(m.context, '$.env.sim_or_real') = 'real'", {})
+        return Marks(real, self.own(wanted, robot_id))
+
+    def own(self, ids: list[int], robot_id: str | None) -> set[int]:
+        """The memories of ``ids`` that ``robot_id`` wrote (none for None): the robot_id column alone, no
+        context read."""
+        if robot_id is None:
+            return set()
+        return search.passing(self._conn, ids, "m.robot_id = :robot", {"robot": robot_id})
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return search.session_members(self._conn, list(ids), self.where, self.params)
@@ -335,8 +333,7 @@ class MirrorCandidates:
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
         wanted = list(ids)
-        own = self.sql.marks(wanted, robot_id).own if robot_id is not None else set()
-        return Marks(self._mirror.real_world(wanted), own)
+        return Marks(self._mirror.real_world(wanted), self.sql.own(wanted, robot_id))
 
     def episodes(self, ids: Iterable[int]) -> list[list[int]]:
         return self._mirror.session_members(ids, self.allowed)
