@@ -191,9 +191,18 @@ class SqlCandidates:
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
-        wanted = list(ids)
-        real = search.passing(self._conn, wanted, "json_extract(m.context, '$.env.sim_or_real') = 'real'", {})
-        return Marks(real, self.own(wanted, robot_id))
+        real: set[int] = set()
+        own: set[int] = set()
+        for marks, keyed in search.id_chunks(list(ids)):  # both questions in one pass over the rows
+            rows = self._conn.execute(
+                "SELECT m.id, json_extract(m.context, '$.env.sim_or_real') = 'real', m.robot_id = :robot "
+                f"FROM memories m WHERE m.id IN ({marks})",
+                {**keyed, "robot": robot_id},
+            )
+            for memory_id, is_real, is_own in rows:
+                real.update((int(memory_id),) if is_real else ())
+                own.update((int(memory_id),) if is_own else ())
+        return Marks(real, own)
 
     def own(self, ids: list[int], robot_id: str | None) -> set[int]:
         """The memories of ``ids`` that ``robot_id`` wrote (none for None): the robot_id column alone, no
