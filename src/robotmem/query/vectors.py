@@ -202,6 +202,18 @@ class VectorIndex:
             return live[mask], scores[mask]
         return live, scores
 
+    def similarities_among(
+        self, query: FloatArray, ids: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], FloatArray]:
+        """``similarities`` of only those of ``ids`` the index holds: for a few memories of many (a region,
+        a time window), the rows gathered rather than every row scored."""
+        with self._guard:
+            rows = np.fromiter((self._rows.get(int(m), -1) for m in ids), dtype=np.int64, count=len(ids))
+            held = rows >= 0
+            matrix = self._matrix[rows[held]]
+        scores = np.einsum("ij,j->i", matrix, np.asarray(query, dtype=np.float32))
+        return np.asarray(ids, dtype=np.int64)[held], scores
+
     def ranked(self, query: FloatArray, first: int = 64) -> Iterator[tuple[int, float]]:
         """Yield ``(memory_id, cosine)`` best first, lazily: the top ``first`` are sorted, the rest on demand."""
         ids, scores = self.similarities(query)

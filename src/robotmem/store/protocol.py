@@ -339,6 +339,10 @@ class VectorTable(Protocol):
         vector of the query's model, most similar first."""
         ...
 
+    def similarity(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        """Return id → cosine to the query of those of ``ids`` with a vector of the query's model."""
+        ...
+
 
 class EmbeddingJobs(Protocol):
     """Backfill (memories without a vector) and re-embedding with a new model (staged, then swapped)."""

@@ -11,6 +11,7 @@ from tests.store.sqlite.conftest import query_vector, vector_index
 
 from robotmem import RobotMemory
 from robotmem.query.filters import parse_filter
+from robotmem.query.regions import parse_region
 from robotmem.query.spatial import parse_spatial_sort
 from robotmem.store.protocol import ChannelQuery, RecallScope
 from robotmem.store.sqlite import search
@@ -133,6 +134,67 @@ def test_a_scope_admits_exactly_the_rows_its_predicate_admits(episodes: tuple[Ro
             mirrored = MirrorCandidates(sql, scope, mirror)
             assert sorted(sql.listed(None, order="oldest")) == rows
             assert mirrored.listed(len(rows) + 1, order="id") == rows
+    finally:
+        mirror.close()
+        conn.close()
+
+
+REGIONS = [
+    {"center": [1.0, 0.5, 0.5], "radius": 0.6},
+    {"center": [1.0, 0.5], "radius": 0.6},
+    {"min": [0.0, 0.0, 0.0], "max": [2.0, 1.0, 1.0], "frame": "odom"},
+    {"min": [0.5, 0.0], "max": [1.5, 1.0]},
+]
+
+
+def _placed(memory: RobotMemory, count: int) -> list[int]:
+    """``count`` memories with positions: 3-D and 2-D, in the default frame, ``odom`` or a non-text frame,
+    and a few that are not positions."""
+    ids = []
+    for i in range(count):
+        point = [0.1 * (i % 20), 0.05 * (i % 17), 0.1 * (i % 7)][: 2 + (i % 3 != 0)]
+        spatial: dict[str, Any] = {"position": point if i % 11 else ["a", "b"]}
+        if i % 4 == 1:
+            spatial["frame"] = "odom"
+        elif i % 13 == 5:
+            spatial["frame"] = 7
+        learned = memory.learn(
+            f"placed the mug at spot {i}", context={"spatial": spatial}, collection="placed"
+        )
+        ids.append(learned["memory_id"])
+    return ids
+
+
+def test_both_sources_give_the_same_memories_in_a_region(filled: RobotMemory) -> None:
+    placed = _placed(filled, 90)
+    conn = open_database(filled.path)
+    mirror = RecallMirror()
+    store, _ = vector_index(filled, conn)
+    try:
+        for raw in REGIONS:
+            for narrow in (None, {"created_at": {"$gte": "2000-01-01"}}):
+                region = parse_region({"field": "spatial.position", **raw})
+                scope = RecallScope("placed", 0.0, filter=parse_filter(narrow), region=region)
+                sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
+                mirrored = MirrorCandidates(sql, scope, mirror)
+                inside = sql.listed(None, order="id")
+                assert 0 < len(inside) < len(placed)
+                assert mirrored.listed(None, order="id") == inside
+                vector = ChannelQuery(vector=query_vector(filled, "the mug"), depth=1000)
+                _same_scores(mirrored.ranked(vector).vectors, sql.ranked(vector).vectors, abs=1e-6)
+        # Kept in step: a point moved out of 3-D (its z gone) and another moved in.
+        scope = RecallScope("placed", 0.0, region=parse_region({"field": "spatial.position", **REGIONS[0]}))
+        before = MirrorCandidates(
+            SqlCandidates(conn, scope, store.vector_index, store.episode_index), scope, mirror
+        ).listed(None, order="id")
+        moved = before[0]
+        filled.update(moved, "placed the mug flat", context={"spatial": {"position": [1.0, 0.5]}})
+        filled.update(placed[1], "placed the mug high", context={"spatial": {"position": [1.0, 0.5, 0.5]}})
+        conn.rollback()
+        sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
+        after = MirrorCandidates(sql, scope, mirror).listed(None, order="id")
+        assert after == sql.listed(None, order="id")
+        assert moved not in after and placed[1] in after
     finally:
         mirror.close()
         conn.close()

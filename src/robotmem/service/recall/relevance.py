@@ -120,9 +120,9 @@ class RelevanceGate:
     A memory's relevance is the largest of its cosine's (on the model's scale in ``COSINE_SCALES``), its
     named values' (``named_relevance``) and its words' (the share of the query's IDF they carry, on
     ``COVERAGE_BESIDE_VECTORS``, or ``COVERAGE_ALONE``
-    without a calibrated model). Words are tested only on the memories asked about; cosines come from the
-    vector channel's candidates and from the vector index for every memory at or above the gate's cosine.
-    A memory whose cosine is unknown (below both) counts by its words.
+    without a calibrated model). Words and cosines are computed only for the memories asked about (the
+    vector channel's candidates come with theirs); whether any memory in scope is relevant (``any``) is
+    known from the channel's best cosine, the named values, or one text match.
     """
 
     def __init__(
@@ -143,17 +143,15 @@ class RelevanceGate:
         self.min_relevance = min_relevance
         self._text: dict[int, float] = {}
         self._matches_any: bool | None = None  # whether any memory in scope reaches the gate by its words
+        self._tx = tx
+        self._vector = vector if scale is not None else None
+        # The vector channel's candidates are the scope's most similar memories: when the best of them is
+        # below the gate's cosine, so is every memory in scope. Other memories' cosines are asked by id.
         self._cosine: dict[int, float] = dict(cosines) if scale is not None else {}
-        if vector is not None and scale is not None:
-            least = scale.value_at(min_relevance) if min_relevance > 0 else scale.floor
-            # Few memories clear the gate: ask for a short ranked head and widen it only while it fills.
-            first = 256
-            while len(similar := tx.vectors.most_similar(vector, first, least)) >= first:
-                first *= 4
-            self._similar = {m for m, _ in similar}
-            self._cosine.update(similar)
-        else:
-            self._similar = set()
+        least = scale.value_at(min_relevance) if scale is not None and min_relevance > 0 else None
+        self._similar = scale is not None and any(
+            c >= (least if least is not None else scale.floor) for c in self._cosine.values()
+        )
         self._named = named_relevance(source, query) if query else {}
 
     @property
@@ -186,6 +184,9 @@ class RelevanceGate:
     def relevance(self, ids: Iterable[int]) -> dict[int, float]:
         """Return id → relevance in 0..1 of ``ids`` (memories the recall's scope allows)."""
         wanted = list(dict.fromkeys(ids))
+        if self._vector is not None and (unscored := [m for m in wanted if m not in self._cosine]):
+            self._cosine.update(self._tx.vectors.similarity(self._vector, unscored))
+            self._cosine.update((m, -1.0) for m in unscored if m not in self._cosine)  # no vector
         unknown = [m for m in wanted if m not in self._text]
         if unknown:
             self._text.update((m, 0.0) for m in unknown)

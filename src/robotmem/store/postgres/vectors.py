@@ -199,3 +199,14 @@ class Vectors:
 
     def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
         return search_vectors(self._conn, query, "m.status = 'active'", {}, first, min_similarity)
+
+    def similarity(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        if not ids:
+            return {}
+        dim = int(query.dim)
+        rows = self._conn.execute(
+            "SELECT m.id, m.embedding <=> %(v_query)s AS d FROM memories m WHERE m.id = ANY(%(v_ids)s) "
+            f"AND m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s AND vector_dims(m.embedding) = {dim}",
+            {"v_query": as_vector(query.vector), "v_model": query.model_id, "v_ids": list(ids)},
+        ).fetchall()
+        return dict(_ranked(rows))

@@ -32,6 +32,8 @@ IndexFor = Callable[[str, int], MirroredIndex]
 # Up to this many memories passing the mirror's mask, ``listed`` orders them by id list rather than asking
 # SQL to evaluate the scope on every row.
 _FEW_TO_ORDER = 5000
+# A scope of fewer than 1 / _FEW_TO_GATHER of the indexed vectors is scored row by row (a gather).
+_FEW_TO_GATHER = 8
 _ORDERS = {
     "id": "m.id",
     "oldest": "m.created_at ASC, m.id ASC",
@@ -95,13 +97,29 @@ class SqlCandidates:
         self.index_for = index_for
         self.episode_index_for = episode_index_for
         self.collection = scope.collection
-        self.where, self.params = predicate(scope)
-        # The region's memories, from the spatial index: one more condition of every question.
-        self.region_ids = regions.within(conn, scope.region) if scope.region is not None else None
-        if self.region_ids is not None:
-            self.where += " AND m.id IN (SELECT value FROM json_each(:p_region))"
-            self.params["p_region"] = json.dumps(self.region_ids.tolist())
+        self._scope = scope
+        self._predicate: tuple[str, dict[str, Any]] | None = None
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
+
+    @property
+    def where(self) -> str:
+        """The scope's SQL predicate over ``memories m`` (with ``params``), compiled on first use."""
+        return self._compiled()[0]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self._compiled()[1]
+
+    def _compiled(self) -> tuple[str, dict[str, Any]]:
+        if self._predicate is None:
+            where, params = predicate(self._scope)
+            region = self._scope.region
+            if region is not None:
+                # The region's memories, from the spatial index: one more condition of every question.
+                where += " AND m.id IN (SELECT value FROM json_each(:p_region))"
+                params["p_region"] = json.dumps(regions.within(self._conn, region).tolist())
+            self._predicate = where, params
+        return self._predicate
 
     def ranked(self, query: ChannelQuery) -> Ranked:
         text = self.text_scored(query.words, query.depth, query.min_coverage, query.k1, query.b)
@@ -265,10 +283,8 @@ class MirrorCandidates:
             exclude_session=scope.exclude_session,
             filter=scope.filter,
         )
-        if sql.region_ids is not None:
-            inside = np.zeros(len(self.allowed), dtype=np.bool_)
-            inside[sql.region_ids[sql.region_ids < len(inside)]] = True
-            self.allowed = self.allowed & inside
+        if scope.region is not None:
+            self.allowed = mirror.within(self._conn, scope.region, self.allowed)
         self._matches: dict[tuple[tuple[str, ...], float], set[int]] = {}
 
     def ranked(self, query: ChannelQuery) -> Ranked:
@@ -301,7 +317,12 @@ class MirrorCandidates:
         return wanted & self._matches[key]
 
     def _cosine(self, query: VectorQuery, depth: int, index_for: IndexFor) -> Scored:
-        ids, scores = self.sql.synced(index_for, query).index.similarities(query.vector)
+        index = self.sql.synced(index_for, query).index
+        passing = np.flatnonzero(self.allowed)
+        if len(passing) * _FEW_TO_GATHER < len(index):  # a narrow scope: score its rows alone
+            ids, scores = index.similarities_among(query.vector, passing)
+            return top_scored(ids, scores, depth)
+        ids, scores = index.similarities(query.vector)
         rows = np.flatnonzero(allowed_among(ids, self.allowed))
         return top_scored(ids[rows], scores[rows], depth)
 

@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from robotmem.query.bm25 import FloatArray, LexicalIndex
 from robotmem.query.filters import UNCACHED_FIELDS, All, Any_, Condition, Node, Not
+from robotmem.query.regions import Region, in_frame
 from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
@@ -494,23 +495,44 @@ class RecallMirror:
                 points[memory_id, : len(point)] = point
         return dims, points
 
+    def _cached_points(
+        self, conn: sqlite3.Connection, path: tuple[str, ...]
+    ) -> tuple[npt.NDArray[np.int8], FloatArray]:
+        """The coordinates at context ``path`` (dimensions by id, 0 = none; points by id), read once
+        (``coordinates_at`` on each context) and then kept in step like the other columns."""
+        cached = self._points.get(path)
+        if cached is None:
+            empty = (np.zeros(self.capacity, dtype=np.int8), np.full((self.capacity, 3), np.nan))
+            cached = self._points[path] = self._read_points(conn, path, *empty, None)
+            if len(self._points) > _MAX_CACHED_POINTS:
+                self._points.popitem(last=False)
+        self._points.move_to_end(path)
+        return cached
+
+    def within(self, conn: sqlite3.Connection, region: Region, among: BoolArray) -> BoolArray:
+        """The mask (by memory id) of the memories of ``among`` whose position lies in ``region``, exactly:
+        the same memories as the spatial index's ``regions.within``, from the cached points and the frame's
+        mask (only the points ``among`` allows are tested)."""
+        with self._lock:
+            frame = self._filter(conn, in_frame(region.path, region.frame))
+            dims, points = self._cached_points(conn, region.path)
+            size = min(len(frame), len(dims), len(among))
+            rows = np.flatnonzero(among[:size] & frame[:size] & ((dims[:size] == 2) | (dims[:size] == 3)))
+            table = np.full((len(rows), 3), np.nan)
+            width = min(points.shape[1], 3)
+            table[:, :width] = points[rows, :width]
+            table[dims[rows] == 2, 2] = np.nan  # a point that lost its z keeps none
+            mask = np.zeros(self.capacity, dtype=np.bool_)
+            mask[rows[region.contains(table)]] = True
+            return mask
+
     def distances(
         self, conn: sqlite3.Connection, path: tuple[str, ...], target: Sequence[float]
     ) -> tuple[npt.NDArray[np.int64], FloatArray]:
-        """Return ``(ids, distance)`` of every memory with a ``len(target)``-d point at context ``path``.
-
-        The coordinates of a path are read once (``coordinates_at`` on each context) and then kept
-        in step like the other columns; the distances are one vectorised computation.
-        """
+        """Return ``(ids, distance)`` of every memory with a ``len(target)``-d point at context ``path``
+        (``_cached_points``); the distances are one vectorised computation."""
         with self._lock:
-            cached = self._points.get(path)
-            if cached is None:
-                empty = (np.zeros(self.capacity, dtype=np.int8), np.full((self.capacity, 3), np.nan))
-                cached = self._points[path] = self._read_points(conn, path, *empty, None)
-                if len(self._points) > _MAX_CACHED_POINTS:
-                    self._points.popitem(last=False)
-            self._points.move_to_end(path)
-            dims, points = cached
+            dims, points = self._cached_points(conn, path)
             ids = np.flatnonzero(dims == len(target))
             if len(target) > points.shape[1]:  # no point is that long
                 return ids.astype(np.int64), np.zeros(0, dtype=np.float64)

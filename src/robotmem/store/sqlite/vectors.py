@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -137,6 +137,12 @@ class Vectors:
 
     def record_model(self, model_id: str, dim: int) -> None:
         record_model(self._conn, model_id, dim)
+
+    def similarity(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
+        index = self._index_for(query.model_id, query.dim)
+        index.sync(self._conn)
+        found, scores = index.index.similarities_among(query.vector, np.asarray(ids, dtype=np.int64))
+        return dict(zip(found.tolist(), scores.astype(np.float64).tolist(), strict=True))
 
     def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
         index = self._index_for(query.model_id, query.dim)
