@@ -258,6 +258,20 @@ class MapPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Sighting:
+    """What a memory says of the object it saw: ``context.object``'s id and label (texts, else None), the
+    position at ``spatial.position`` (as stored, when a list), its frame (``spatial.frame`` when a text, the
+    default frame when none is named, else None) and when it was observed (stored form)."""
+
+    memory_id: int
+    object_id: str | None
+    label: str | None
+    position: list[Any] | None
+    frame: str | None
+    observed_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class MapSighting:
     """A memory naming an object (``context.object``) at its ``spatial.position``, on one frame's map."""
 

@@ -8,18 +8,20 @@ history. Sightings with a label and no id are grouped by the setting ``object_gr
 sighting joins the group of the same label and frame whose latest position lies within the radius, else it
 starts one.
 
-The time of a sighting is ``sighting_time``; the store orders sightings by ``SIGHTING_FIELD``.
+A sighting is read as a ``Sighting`` (the object's id and label, the position, its frame and the time), not
+as a whole record: ``tx.memories.sightings``. The store orders sightings by ``SIGHTING_FIELD``.
 ``map_tracks`` turns one frame's sightings into the web map's objects: each one's latest position there
 and its track, by the same rules.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
 
@@ -36,7 +38,7 @@ from robotmem.formats.serialize import (
 from robotmem.formats.validation import resolve_bound, resolve_window
 from robotmem.query.filters import All, Condition, Node
 from robotmem.query.regions import DEFAULT_FRAME, Region
-from robotmem.records import Hit, MapSighting, Memory
+from robotmem.records import Hit, MapSighting, Sighting
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
@@ -49,16 +51,12 @@ from robotmem.text.tokens import or_match
 SIGHTING_FIELD = "observed_at"
 NEWEST_FIRST = "recent"
 _LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
+_LABEL_BLOCK = 20  # of which read at a time, until enough objects are named
 _BLOCK = 500
 
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
 
 _Item = TypeVar("_Item")
-
-
-def sighting_time(memory: Memory) -> str:
-    """When ``memory`` happened (stored form)."""
-    return memory.observed_at
 
 
 @dataclass
@@ -67,22 +65,19 @@ class Track:
 
     object_id: str | None
     label: str | None
-    sightings: list[Memory] = field(default_factory=list)  # newest first; the latest alone when counted
+    sightings: list[Sighting] = field(default_factory=list)  # newest first; the latest alone when counted
     count: int | None = None  # how many sightings, when not all are in ``sightings``
 
     def result(self) -> ObjectSighting:
         latest = self.sightings[0]
-        spatial = latest.context.get("spatial")
-        spatial = spatial if isinstance(spatial, dict) else {}
-        position: Any = spatial.get("position")
-        frame = spatial.get("frame", DEFAULT_FRAME)
+        position = latest.position
         return object_sighting(
             self.object_id,
             self.label,
             [float(v) for v in position] if _is_point(position) else None,
-            frame if isinstance(frame, str) else DEFAULT_FRAME,
-            _utc(sighting_time(latest)),
-            latest.id,
+            latest.frame if latest.frame is not None else DEFAULT_FRAME,
+            _utc(latest.observed_at),
+            latest.memory_id,
             len(self.sightings) if self.count is None else self.count,
         )
 
@@ -101,7 +96,7 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     if args.object_id is not None:
         keys: list[tuple[str | None, str | None]] = [(args.object_id, None)]
     elif args.query:
-        keys = _described(engine, args.query, scope)
+        keys = _described(engine, args.query, scope, args.n)
     else:
         keys = engine.read(lambda tx: _recent_keys(tx, scope, args.n))
 
@@ -130,9 +125,8 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
 
     def work(tx: StoreTx) -> list[ObjectSighting]:
         found: list[ObjectSighting] = []
-        for object_id, label in _keys(
-            tx.memories.fetch(tx.candidates(here).listed(None, order="id")).values()
-        ):
+        named = tx.memories.objects_named(tx.candidates(here).listed(None, order="id"))
+        for object_id, label in sorted(named, key=lambda key: (key[0] or "", key[1] or "")):
             for track in _tracks(tx, everywhere, object_id, label, radius):
                 sighting = track.result()
                 if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
@@ -180,22 +174,11 @@ def _utc(stored: str) -> str:
     return datetime.fromisoformat(stored).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _object(memory: Memory) -> tuple[str | None, str | None]:
-    named = memory.context.get("object")
-    if not isinstance(named, dict):
-        return None, None
-    object_id, label = named.get("id"), named.get("label")
-    return (
-        object_id if isinstance(object_id, str) and object_id else None,
-        label if isinstance(label, str) and label else None,
-    )
-
-
-def _keys(memories: Iterable[Memory]) -> list[tuple[str | None, str | None]]:
-    """The objects ``memories`` name, in first-seen order: ``(id, None)``, or ``(None, label)`` without id."""
+def _keys(sightings: Iterable[Sighting]) -> list[tuple[str | None, str | None]]:
+    """The objects ``sightings`` name, in first-seen order: ``(id, None)``, or ``(None, label)`` without id."""
     keys: dict[tuple[str | None, str | None], None] = {}
-    for memory in memories:
-        object_id, label = _object(memory)
+    for sighting in sightings:
+        object_id, label = sighting.object_id, sighting.label
         if object_id is not None:
             keys[(object_id, None)] = None
         elif label is not None:
@@ -203,7 +186,7 @@ def _keys(memories: Iterable[Memory]) -> list[tuple[str | None, str | None]]:
     return list(keys)
 
 
-def _described(engine: Engine, query: str, scope: RecallScope) -> list[tuple[str | None, str | None]]:
+def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
     """The objects a description names, best first: the sightings whose words match it, ranked by BM25.
 
     Only the words count, not the vector channel: "the blue mug" must not resolve to the red mug whose
@@ -220,16 +203,25 @@ def _described(engine: Engine, query: str, scope: RecallScope) -> list[tuple[str
 
     asked = set(words)
 
-    def names(memory: Memory) -> bool:
+    @functools.cache
+    def names(label: str | None, object_id: str | None) -> bool:
         # The description names the object: a word of its label (or id) is among the description's words.
-        object_id, label = _object(memory)
         named = " ".join(part for part in (label, object_id) if part)
         return bool(asked.intersection(bm25_words(named, settings.query_stopwords)))
 
     def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
         ids = [m for m, _ in tx.candidates(scope).ranked(channel).text]
-        fetched = tx.memories.fetch(ids)
-        return _keys(fetched[m] for m in ids if m in fetched and names(fetched[m]))
+        keys: list[tuple[str | None, str | None]] = []
+        # In rank order, a block at a time: the first ``n`` objects named are all that is asked.
+        for start in range(0, len(ids), _LABEL_BLOCK):
+            block = ids[start : start + _LABEL_BLOCK]
+            fetched = tx.memories.sightings(block)
+            named = (fetched[m] for m in block if m in fetched)
+            found = _keys(s for s in named if names(s.label, s.object_id))
+            keys += [key for key in found if key not in keys]
+            if len(keys) >= n:
+                break
+        return keys
 
     return engine.read(work)
 
@@ -239,7 +231,7 @@ def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | No
     keys: list[tuple[str | None, str | None]] = []
     for start in range(0, len(ids), _BLOCK):
         block = ids[start : start + _BLOCK]
-        fetched = tx.memories.fetch(block)
+        fetched = tx.memories.sightings(block)
         for key in _keys(fetched[m] for m in block if m in fetched):
             if key not in keys:
                 keys.append(key)
@@ -272,29 +264,27 @@ def _tracks(
     source = tx.candidates(narrowed)
     if object_id is not None:
         # The latest sighting alone is read (the store walks its time order), the others only counted.
-        latest = tx.memories.fetch(source.listed(1, order=NEWEST_FIRST))
+        latest = tx.memories.sightings(source.listed(1, order=NEWEST_FIRST))
         if not latest:
             return []
         (sighting,) = latest.values()
         count = len(source.listed(None, order="id"))
-        return [Track(object_id, _object(sighting)[1], [sighting], count)]
+        return [Track(object_id, sighting.label, [sighting], count)]
     ids = source.listed(None, order=NEWEST_FIRST)
-    fetched = tx.memories.fetch(ids)
+    fetched = tx.memories.sightings(ids)
     return _grouped(label, [fetched[m] for m in ids if m in fetched], radius)
 
 
-def _grouped(label: str | None, newest_first: list[Memory], radius: float) -> list[Track]:
+def _grouped(label: str | None, newest_first: list[Sighting], radius: float) -> list[Track]:
     """Sightings of one label without id, as objects (``_by_place``), newest group first."""
     tracks = [Track(None, label, members) for members in _by_place(newest_first, _place, radius)]
-    tracks.sort(key=lambda t: (sighting_time(t.sightings[0]), t.sightings[0].id), reverse=True)
+    tracks.sort(key=lambda t: (t.sightings[0].observed_at, t.sightings[0].memory_id), reverse=True)
     return tracks
 
 
-def _place(memory: Memory) -> tuple[Any, list[float] | None]:
-    spatial = memory.context.get("spatial")
-    spatial = spatial if isinstance(spatial, dict) else {}
-    position = spatial.get("position")
-    return spatial.get("frame", DEFAULT_FRAME), position if _is_point(position) else None
+def _place(sighting: Sighting) -> tuple[Any, list[float] | None]:
+    position = sighting.position
+    return sighting.frame, position if _is_point(position) else None
 
 
 def _by_place(
@@ -371,7 +361,7 @@ def _distance(position: list[float] | None, region: Region) -> float:
     return math.dist(position[: region.dims], region.center)
 
 
-def _is_point(value: Any) -> bool:
+def _is_point(value: Any) -> TypeGuard[list[float]]:
     return (
         isinstance(value, list)
         and len(value) in (2, 3)

@@ -40,6 +40,7 @@ from robotmem.records import (
     Session,
     SessionCounts,
     SessionRow,
+    Sighting,
     ViewScope,
 )
 from robotmem.rules.consolidation import Candidate
@@ -202,6 +203,16 @@ class MemoryTable(Protocol):
 
     def fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
         """Return id → memory for the existing ids among ``ids`` (any status)."""
+        ...
+
+    def sightings(self, ids: Sequence[int]) -> dict[int, Sighting]:
+        """Return id → what each existing memory of ``ids`` says of the object it saw (``Sighting``): the
+        few context values an object question needs, without reading whole records."""
+        ...
+
+    def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
+        """Return the objects the memories ``ids`` name, as ``sightings`` reads them: ``(id, None)`` for an
+        object id, ``(None, label)`` for a label without id."""
         ...
 
     def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:

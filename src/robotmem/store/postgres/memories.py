@@ -14,7 +14,8 @@ from typing import Any
 
 import psycopg
 
-from robotmem.records import Memory, NewMemory
+from robotmem.query.regions import DEFAULT_FRAME
+from robotmem.records import Memory, NewMemory, Sighting
 from robotmem.rules.consolidation import Candidate
 from robotmem.store.postgres import candidates, text_index
 from robotmem.store.postgres.vectors import as_vector
@@ -24,6 +25,21 @@ from robotmem.text.naming import context_values
 
 _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = %(p_collection)s"
 _COLUMNS = rows.memory_columns("context_text")
+
+
+def _text_at(*path: str) -> str:
+    node = "m.context -> " + " -> ".join(f"'{key}'" for key in path)
+    return f"CASE WHEN jsonb_typeof({node}) = 'string' THEN {node[: node.rindex('->')]}->> '{path[-1]}' END"
+
+
+# What a memory says of the object it saw (``rows.row_to_sighting``).
+_SIGHTING_COLUMNS = (
+    f"SELECT m.id, {_text_at('object', 'id')}, {_text_at('object', 'label')}, "
+    "CASE WHEN jsonb_typeof(m.context -> 'spatial' -> 'position') = 'array' "
+    "THEN (m.context -> 'spatial' -> 'position')::text END, "
+    f"CASE WHEN jsonb_typeof(m.context -> 'spatial' -> 'frame') IS NULL THEN '{DEFAULT_FRAME}' "
+    f"ELSE {_text_at('spatial', 'frame')} END, COALESCE(m.observed_at, m.created_at) FROM memories m"
+)
 # The array type ``insert_many`` casts each column's values to (text unless named here), and the
 # expression that makes a column of the unnested row (the column itself unless named here).
 _ARRAY_TYPES = {"id": "bigint", "confidence": "float8", "base_confidence": "float8", "embedding": "vector"}
@@ -146,6 +162,22 @@ class Memories:
                 f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ANY(%s)", (wanted,)
             )
         }
+
+    def sightings(self, ids: Sequence[int]) -> dict[int, Sighting]:
+        if not ids:
+            return {}
+        found = self._conn.execute(f"{_SIGHTING_COLUMNS} WHERE m.id = ANY(%s)", (list(ids),))
+        return {int(row[0]): rows.row_to_sighting(row) for row in found}
+
+    def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
+        if not ids:
+            return set()
+        found = self._conn.execute(
+            f"SELECT DISTINCT {_text_at('object', 'id')}, {_text_at('object', 'label')} FROM memories m "
+            "WHERE m.id = ANY(%s)",
+            (list(ids),),
+        )
+        return rows.named_objects(found)
 
     def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
         found = self._conn.execute(

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from robotmem.errors import ConflictError, NotFoundError
 from robotmem.formats import strict_json
 from robotmem.formats.validation import read_timestamp
-from robotmem.records import Memory, NewMemory, Session, SessionCounts
+from robotmem.records import Memory, NewMemory, Session, SessionCounts, Sighting
 from robotmem.rules.consolidation import decayed_confidence
 
 T = TypeVar("T")
@@ -96,6 +96,36 @@ def row_to_memory(
         uid=row[22],
         observed_at=row[23] or row[9],
     )
+
+
+def row_to_sighting(row: Sequence[Any]) -> Sighting:
+    """A ``Sighting`` from ``(id, object id, label, position JSON, frame, observed_at)``: an empty id or
+    label counts as none, a position that is not JSON as none."""
+    memory_id, object_id, label, position, frame, observed = row
+    try:
+        point = json.loads(position) if position is not None else None
+    except ValueError:
+        point = None
+    return Sighting(
+        int(memory_id),
+        object_id or None,
+        label or None,
+        point if isinstance(point, list) else None,
+        frame,
+        str(observed),
+    )
+
+
+def named_objects(pairs: Iterable[tuple[Any, Any]]) -> set[tuple[str | None, str | None]]:
+    """The objects of ``(object id, label)`` text pairs, keyed as ``row_to_sighting`` reads them: ``(id,
+    None)``, or ``(None, label)`` without an id; a pair with neither names none."""
+    keys: set[tuple[str | None, str | None]] = set()
+    for named, label in pairs:
+        if named:
+            keys.add((str(named), None))
+        elif label:
+            keys.add((None, str(label)))
+    return keys
 
 
 def read_context(text: str | None) -> dict[str, Any]:

@@ -339,11 +339,15 @@ class MirrorCandidates:
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
         passing = np.flatnonzero(self.allowed)
-        if order != "id" and len(passing) > _FEW_TO_ORDER:
-            return self.sql.listed(limit, order=order, exclude=exclude)
-        spare = [int(m) for m in passing if int(m) not in exclude]
-        if order == "id":
+        ordered = {"id": passing, "recent": self._mirror.by_observed(passing)}.get(order)
+        if ordered is not None:  # by id, or newest observed first, from the mirror's columns
+            spare: list[int] = ordered.tolist()
+            if exclude:
+                spare = [m for m in spare if m not in exclude]
             return spare[:limit] if limit is not None else spare
+        if len(passing) > _FEW_TO_ORDER:
+            return self.sql.listed(limit, order=order, exclude=exclude)
+        spare = [m for m in passing.tolist() if m not in exclude]
         # Few memories pass: order them by their rows (no filter evaluated again on every row). For the first
         # few of many, walking the time index until enough of them appear reads fewer rows than sorting them
         # all (``+m.id`` keeps SQLite from looking each id up instead); the created_at and observed_at

@@ -3,12 +3,14 @@ payloads), and the SQL functions the store's statements call."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from robotmem.formats.validation import is_stored_timestamp
-from robotmem.records import Memory, NewMemory
+from robotmem.query.regions import DEFAULT_FRAME
+from robotmem.records import Memory, NewMemory, Sighting
 from robotmem.rules.consolidation import Candidate
 from robotmem.store.protocol import VectorBatch
 from robotmem.store.shared import rows
@@ -18,6 +20,29 @@ from robotmem.text.tokens import numbers_query
 
 _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
 _COLUMNS = rows.memory_columns()
+
+
+def _text_at(path: str) -> str:
+    return f"CASE WHEN json_type(c.context, '{path}') = 'text' THEN json_extract(c.context, '{path}') END"
+
+
+# The object id and label of the memories of the JSON list :ids.
+_NAMED = (
+    f"SELECT {_text_at('$.object.id')} AS named, {_text_at('$.object.label')} AS label "
+    "FROM json_each(:ids) j JOIN (SELECT id, CASE WHEN json_valid(context) THEN context ELSE '{}' END "
+    "AS context FROM memories) c ON c.id = j.value"
+)
+# What a memory says of the object it saw (``rows.row_to_sighting``), over ``c``: its row with a context that
+# is valid JSON (a damaged one reads as {}).
+_SIGHTING_COLUMNS = (
+    f"SELECT c.id, {_text_at('$.object.id')}, {_text_at('$.object.label')}, "
+    "CASE WHEN json_type(c.context, '$.spatial.position') = 'array' "
+    "THEN json_extract(c.context, '$.spatial.position') END, "
+    f"CASE WHEN json_type(c.context, '$.spatial.frame') IS NULL THEN '{DEFAULT_FRAME}' "
+    "WHEN json_type(c.context, '$.spatial.frame') = 'text' THEN json_extract(c.context, '$.spatial.frame') END, "
+    "c.observed_at FROM (SELECT id, COALESCE(observed_at, created_at) AS observed_at, "
+    "CASE WHEN json_valid(context) THEN context ELSE '{}' END AS context FROM memories) c"
+)
 # The kind of each column of ``_COLUMNS``, in order (``columns.MEMORY_COLUMNS``), and the Python types
 # each may have when well formed (JSON columns are text here; ``rows.row_to_memory`` reads the context).
 _ROW_KINDS = tuple(columns.MEMORY_COLUMNS[name.strip().removeprefix("m.")] for name in _COLUMNS.split(","))
@@ -121,6 +146,20 @@ class Memories:
             ):
                 found[row[0]] = rows.row_to_memory(row, tags.get(row[0], ()), _repaired)
         return found
+
+    def sightings(self, ids: Sequence[int]) -> dict[int, Sighting]:
+        found: dict[int, Sighting] = {}
+        for chunk in rows.batches(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self._conn.execute(f"{_SIGHTING_COLUMNS} WHERE c.id IN ({marks})", chunk):
+                found[row[0]] = rows.row_to_sighting(row)
+        return found
+
+    def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
+        found = self._conn.execute(
+            f"SELECT DISTINCT named, label FROM ({_NAMED})", {"ids": json.dumps(list(ids))}
+        )
+        return rows.named_objects(found)
 
     def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
         found: list[tuple[int, str]] = []

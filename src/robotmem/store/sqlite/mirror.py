@@ -568,6 +568,18 @@ class RecallMirror:
             code = self._collections.get(collection)
             return 0 if code is None else int(np.count_nonzero(self._collection == code))
 
+    def by_observed(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        """``ids`` newest observed first (ties: larger id first), as ``ORDER BY observed_at DESC, id DESC``
+        gives; None when one of them has no time in the stored form (SQL must order it then)."""
+        with self._lock:
+            wanted = ids[ids < self.capacity]
+            if len(wanted) < len(ids):
+                return None
+            observed = self._observed[wanted]
+            if np.isnan(observed).any():
+                return None
+            return wanted[np.lexsort((-wanted, -observed))]
+
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
         with self._lock:

@@ -1,0 +1,36 @@
+"""What a memory says of the object it saw, read without its whole record: ``sightings`` and
+``objects_named`` of the memory table, alike on both engines (the store contract, asked beneath the service)."""
+
+from __future__ import annotations
+
+from robotmem import RobotMemory
+from robotmem.records import Sighting
+
+CONTEXTS = [
+    {"object": {"id": "mug-3", "label": "red mug"}, "spatial": {"position": [1.5, 2.0, 0.8], "frame": "odom"}},
+    {"object": {"label": "红色杯子"}, "spatial": {"position": [0.25, -3]}},
+    {"object": {"id": "", "label": "cone"}, "spatial": {"position": "here", "frame": 7}},
+    {"object": {"id": 42, "label": ["not", "a", "text"]}},
+    {"task": {"name": "patrol"}},
+]
+
+
+def test_sightings_read_the_object_position_frame_and_time(memory: RobotMemory) -> None:
+    ids = [
+        memory.learn(f"sighting {i}", context=context, observed_at=1_780_000_000 + i)["memory_id"]
+        for i, context in enumerate(CONTEXTS)
+    ]
+
+    found = memory.engine.read(lambda tx: tx.memories.sightings([*ids, 99_999]))
+
+    times = [memory.get_memory(m)["observed_at"] for m in ids]
+    assert found == {
+        ids[0]: Sighting(ids[0], "mug-3", "red mug", [1.5, 2.0, 0.8], "odom", times[0]),
+        ids[1]: Sighting(ids[1], None, "红色杯子", [0.25, -3], "map", times[1]),
+        ids[2]: Sighting(ids[2], None, "cone", None, None, times[2]),
+        ids[3]: Sighting(ids[3], None, None, None, "map", times[3]),
+        ids[4]: Sighting(ids[4], None, None, None, "map", times[4]),
+    }
+    named = memory.engine.read(lambda tx: tx.memories.objects_named([*ids, ids[0], 99_999]))
+    assert named == {("mug-3", None), (None, "红色杯子"), (None, "cone")}
+    assert memory.engine.read(lambda tx: tx.memories.objects_named([])) == set()
