@@ -321,6 +321,35 @@ class LexicalIndex:
             matched &= covered >= min_coverage * mass - 1e-12
         return scores, matched
 
+    def coverage(
+        self, phrases: Sequence[str], ids: IntArray, totals: tuple[int, float] | None = None
+    ) -> FloatArray:
+        """Return, for each of ``ids``, the share of the phrases' IDFs that the phrases it contains carry: the
+        ``min_coverage`` test of ``score`` answered for a few documents in one pass (a document holding no
+        phrase has 0; a phrase no document holds counts with the IDF of a word in none)."""
+        shares = np.zeros(len(ids), dtype=np.float64)
+        statistics = self._statistics(totals)
+        if statistics is None or not len(ids):
+            return shares
+        rows, _ = statistics
+        size = len(self._length)
+        inside = (ids >= 0) & (ids < size)
+        asked = np.zeros(size, dtype=np.bool_)
+        asked[ids[inside]] = True
+        covered = np.zeros(size, dtype=np.float64)
+        mass = 0.0
+        for phrase in phrases:
+            term = self._term_ids.get(phrase)
+            docs, _, hits = (
+                (np.zeros(0, dtype=np.int64), None, 0) if term is None else self._postings(term, asked)
+            )
+            idf = _idf(rows, hits)
+            mass += idf
+            covered[docs] += idf
+        if mass > 0:
+            shares[inside] = covered[ids[inside]] / mass
+        return shares
+
     def _padded(self, allowed: BoolArray | None) -> BoolArray | None:
         """``allowed`` as long as the per-document arrays (ids past its end: not allowed), for ``_postings``."""
         if allowed is None:

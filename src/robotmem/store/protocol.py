@@ -147,6 +147,13 @@ class CandidateSource(Protocol):
         of a spatial recall's relevance gate, asked only about the nearest memories and the pool."""
         ...
 
+    def text_coverage(self, words: Sequence[str], ids: Collection[int]) -> dict[int, float] | None:
+        """Return id → the share of the words' IDFs (over the whole index, as the text channel's
+        ``min_coverage``) that each of ``ids`` holds, 0 for none, in one pass; None when this source cannot
+        (a word the index splits into several terms, or no postings in this process): ask ``text_matches``
+        at each coverage then."""
+        ...
+
     def nearest(self, spatial: SpatialSort, n: int) -> dict[int, float]:
         """Return id → distance of the ``n`` nearest memories with a point at ``spatial.path`` of the target's
         dimension, within ``max_distance`` when set, with every tie at the n-th distance."""

@@ -254,3 +254,25 @@ def test_the_best_of_a_ranking_are_those_of_a_full_sort(scores: list[float], k: 
     assert ranking.best(k) == expected[:k]
     if len(expected) >= k:
         assert ranking.best_with_ties(k) == [p for p in expected if p[1] >= expected[k - 1][1]]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_each_memorys_share_of_the_query_agrees_with_the_servers_matches(
+    server_store: RobotMemory, query: str
+) -> None:
+    scope = RecallScope(collection="default", min_confidence=0.0)
+    words = bm25_words(query, "basic")
+
+    def run(tx: Any) -> None:
+        everything = [int(m) for (m,) in tx.conn.execute("SELECT id FROM memories WHERE collection = 'default'")]
+        on_server = PgCandidates(tx.conn, scope, None)
+        assert on_server.text_coverage(words, everything) is None  # no postings here: matches answer
+        shares = PgCandidates(tx.conn, scope, TextPostings()).text_coverage(words, everything)
+        assert shares is not None and set(shares) == set(everything)
+        for coverage in (0.0, 0.3, 0.6, 1.0):
+            reached = {m for m, share in shares.items() if share > 0 and share >= coverage - 1e-12}
+            assert reached == on_server.text_matches(words, coverage, everything), coverage
+        if query != "nothing matches":
+            assert any(shares.values())
+
+    server_store.engine.read(run)

@@ -198,3 +198,31 @@ def test_both_sources_give_the_same_memories_in_a_region(filled: RobotMemory) ->
     finally:
         mirror.close()
         conn.close()
+
+
+def test_each_memorys_share_of_the_query_agrees_with_the_matches_at_every_coverage(
+    episodes: tuple[RobotMemory, str],
+) -> None:
+    memory, session = episodes
+    conn = open_database(memory.path)
+    mirror = RecallMirror()
+    store, _ = vector_index(memory, conn)
+    try:
+        checked = 0
+        for scope in _scopes(session)[:4]:
+            sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
+            mirrored = MirrorCandidates(sql, scope, mirror)
+            everything = sql.listed(None, order="id")
+            for query in QUERIES:
+                words = query_tokens(query)
+                shares = mirrored.text_coverage(words, everything)
+                assert shares is not None and set(shares) == set(everything)
+                assert sql.text_coverage(words, everything) is None  # FTS5 answers by matches
+                for coverage in (0.0, 0.2, 0.5, 0.8, 1.0):
+                    reached = {m for m, share in shares.items() if share > 0 and share >= coverage - 1e-12}
+                    assert reached == sql.text_matches(words, coverage, everything), (query, coverage)
+                    checked += len(reached)
+        assert checked > 0
+    finally:
+        mirror.close()
+        conn.close()

@@ -189,14 +189,7 @@ class RelevanceGate:
             self._cosine.update((m, -1.0) for m in unscored if m not in self._cosine)  # no vector
         unknown = [m for m in wanted if m not in self._text]
         if unknown:
-            self._text.update((m, 0.0) for m in unknown)
-            levels = sorted({*_TEXT_LEVELS, self.min_relevance} - {0.0}) if self._words else []
-            for level in levels:
-                passed = self._source.text_matches(self._words, self._coverage_at(level), unknown)
-                if not passed:
-                    break
-                self._text.update((m, level) for m in passed)
-                unknown = [m for m in unknown if m in passed]
+            self._text.update(self._word_levels(unknown))
         scale = self._scale
         return {
             m: max(
@@ -206,6 +199,27 @@ class RelevanceGate:
             )
             for m in wanted
         }
+
+    def _word_levels(self, ids: list[int]) -> dict[int, float]:
+        """Return id → the highest level (of ``_TEXT_LEVELS`` and ``min_relevance``) whose share of the
+        query's IDF the memory's words carry, 0 below all: from each memory's share in one pass when the
+        source can, else by asking its matches at each level's coverage."""
+        levels = sorted({*_TEXT_LEVELS, self.min_relevance} - {0.0}) if self._words else []
+        found = dict.fromkeys(ids, 0.0)
+        shares = self._source.text_coverage(self._words, ids) if levels else None
+        if shares is not None:
+            for m, share in shares.items():
+                # Any query word reaches the lowest level (coverage 0); the tolerance is ``score``'s.
+                reached = [lv for lv in levels if share > 0 and share >= self._coverage_at(lv) - 1e-12]
+                found[m] = max(reached, default=0.0)
+            return found
+        for level in levels:
+            passed = self._source.text_matches(self._words, self._coverage_at(level), ids)
+            if not passed:
+                break
+            found.update((m, level) for m in passed)
+            ids = [m for m in ids if m in passed]
+        return found
 
     def with_neighbours(self, relevance: dict[int, float]) -> dict[int, float]:
         """Return ``relevance`` where each memory is at least ``NEIGHBOUR_SHARE`` × the relevance of the

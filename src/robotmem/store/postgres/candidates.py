@@ -374,6 +374,14 @@ class PgCandidates:
             return found, []
         return found, search_episode_vectors(self._conn, vector, self.where, self.params, query.depth)
 
+    def text_coverage(self, words: Sequence[str], ids: Collection[int]) -> dict[int, float] | None:
+        postings = self._synced_postings() if words else None
+        if postings is None:
+            return None
+        wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        shares = postings.coverage(text_index.query_terms(words), wanted)
+        return dict(zip(wanted.tolist(), shares.tolist(), strict=True))
+
     def text_matches(self, words: Sequence[str], min_coverage: float, ids: Collection[int]) -> set[int]:
         wanted = np.fromiter(ids, dtype=np.int64)
         if len(wanted) == 0:

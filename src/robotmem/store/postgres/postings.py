@@ -259,6 +259,11 @@ class TextPostings:
             ids = np.flatnonzero(held).astype(np.int64)
             return Ranking(ids, scores[ids])
 
+    def coverage(self, terms: Sequence[str], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """``LexicalIndex.coverage`` of ``terms`` for ``ids``, with the statistics of every indexed memory."""
+        with self._lock:
+            return self._index.coverage(list(terms), ids, (self._rows, float(self._tokens)))
+
     def stats(self) -> dict[str, Any]:
         """What is held: rows, tokens and the last change applied (for tests and diagnostics)."""
         with self._lock:

@@ -159,6 +159,9 @@ class SqlCandidates:
             self._matches[key] = {m for m, _ in matches}
         return wanted & self._matches[key]
 
+    def text_coverage(self, words: Sequence[str], ids: Collection[int]) -> dict[int, float] | None:
+        return None  # FTS5 gives matches, not each memory's share: ``text_matches`` answers
+
     def synced(self, index_for: IndexFor, query: VectorQuery) -> MirroredIndex:
         """The index of ``index_for`` for the query's model, synced on this snapshot."""
         index = index_for(query.model_id, query.dim)
@@ -315,6 +318,11 @@ class MirrorCandidates:
         if key not in self._matches:
             self._matches[key] = {m for m, _ in self._text(words, EVERY, min_coverage, bm25.K1, bm25.B)}
         return wanted & self._matches[key]
+
+    def text_coverage(self, words: Sequence[str], ids: Collection[int]) -> dict[int, float] | None:
+        wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        shares = self._mirror.coverage(words, wanted) if words else None
+        return None if shares is None else dict(zip(wanted.tolist(), shares.tolist(), strict=True))
 
     def _cosine(self, query: VectorQuery, depth: int, index_for: IndexFor) -> Scored:
         index = self.sql.synced(index_for, query).index

@@ -600,6 +600,14 @@ class RecallMirror:
                 return None
             return self.lexical.score([terms[t][0] for t in tokens], min_coverage, k1, b)
 
+    def coverage(self, tokens: Sequence[str], ids: npt.NDArray[np.int64]) -> FloatArray | None:
+        """``LexicalIndex.coverage`` of the quoted ``tokens`` for ``ids``; None as ``bm25`` (use SQL then)."""
+        with self._lock:
+            terms = self._stemmer.terms(tokens)
+            if any(len(terms[t]) != 1 for t in tokens):
+                return None
+            return self.lexical.coverage([terms[t][0] for t in tokens], ids)
+
     def close(self) -> None:
         self._stemmer.close()
 
