@@ -7,7 +7,10 @@ from robotmem import RobotMemory
 from robotmem.records import Sighting
 
 CONTEXTS = [
-    {"object": {"id": "mug-3", "label": "red mug"}, "spatial": {"position": [1.5, 2.0, 0.8], "frame": "odom"}},
+    {
+        "object": {"id": "mug-3", "label": "red mug"},
+        "spatial": {"position": [1.5, 2.0, 0.8], "frame": "odom"},
+    },
     {"object": {"label": "红色杯子"}, "spatial": {"position": [0.25, -3]}},
     {"object": {"id": "", "label": "cone"}, "spatial": {"position": "here", "frame": 7}},
     {"object": {"id": 42, "label": ["not", "a", "text"]}},

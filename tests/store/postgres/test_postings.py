@@ -264,7 +264,9 @@ def test_each_memorys_share_of_the_query_agrees_with_the_servers_matches(
     words = bm25_words(query, "basic")
 
     def run(tx: Any) -> None:
-        everything = [int(m) for (m,) in tx.conn.execute("SELECT id FROM memories WHERE collection = 'default'")]
+        everything = [
+            int(m) for (m,) in tx.conn.execute("SELECT id FROM memories WHERE collection = 'default'")
+        ]
         on_server = PgCandidates(tx.conn, scope, None)
         assert on_server.text_coverage(words, everything) is None  # no postings here: matches answer
         shares = PgCandidates(tx.conn, scope, TextPostings()).text_coverage(words, everything)

@@ -154,6 +154,10 @@ def _placed(memory: RobotMemory, count: int) -> list[int]:
     for i in range(count):
         point = [0.1 * (i % 20), 0.05 * (i % 17), 0.1 * (i % 7)][: 2 + (i % 3 != 0)]
         spatial: dict[str, Any] = {"position": point if i % 11 else ["a", "b"]}
+        if i % 19 == 3:  # a point a distance measures, not a position a region holds
+            spatial["position"] = {"value": point, "unit": "m"}
+        elif i % 23 == 4:
+            spatial["position"] = [True, 0.5]
         if i % 4 == 1:
             spatial["frame"] = "odom"
         elif i % 13 == 5:

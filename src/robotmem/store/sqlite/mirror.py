@@ -162,7 +162,7 @@ class RecallMirror:
         self._conditions: OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any], BoolArray]] = OrderedDict()
         # Cached compared values by context path (numeric and text conditions answered without SQL).
         self._values: OrderedDict[tuple[str, ...], _Values] = OrderedDict()
-        # Cached coordinates by context path: (dimensions by id, 0 = none; points by id).
+        # Cached coordinates by context path: (dimensions by id, 0 = none, negative = under "value"; points by id).
         self._points: OrderedDict[tuple[str, ...], tuple[npt.NDArray[np.int8], FloatArray]] = OrderedDict()
         self._allocate(0)
 
@@ -472,7 +472,8 @@ class RecallMirror:
         points: FloatArray,
         ids: Sequence[int] | None,
     ) -> tuple[npt.NDArray[np.int8], FloatArray]:
-        """Read the points at ``path`` of ``ids`` (None = every memory) into ``dims``/``points``.
+        """Read the points at ``path`` of ``ids`` (None = every memory) into ``dims``/``points`` (negative
+        dimensions: a point under ``value``, not a list).
 
         ``points`` is as wide as the longest point seen (3 for x, y, z): a wider one widens it, so the
         arrays returned may be new ones.
@@ -491,7 +492,9 @@ class RecallMirror:
                     wider = np.full((len(points), len(point)), np.nan)
                     wider[:, : points.shape[1]] = points
                     points = wider
-                dims[memory_id] = len(point)
+                # A point given as {"value": [...]} counts as negative dimensions: a distance measures
+                # it, a region (which indexes lists alone) does not hold it.
+                dims[memory_id] = len(point) if isinstance(raw, list) else -len(point)
                 points[memory_id, : len(point)] = point
         return dims, points
 
@@ -533,7 +536,7 @@ class RecallMirror:
         (``_cached_points``); the distances are one vectorised computation."""
         with self._lock:
             dims, points = self._cached_points(conn, path)
-            ids = np.flatnonzero(dims == len(target))
+            ids = np.flatnonzero(np.abs(dims) == len(target))
             if len(target) > points.shape[1]:  # no point is that long
                 return ids.astype(np.int64), np.zeros(0, dtype=np.float64)
             # Scaled by the largest offset before squaring, so 1e200 stays finite; a distance that
