@@ -77,6 +77,8 @@ def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
             everything = sql.listed(None, order="oldest")
             assert mirrored.listed(None, order="oldest") == everything
             assert mirrored.listed(7, order="newest") == everything[::-1][:7]
+            for limit in (None, 1, 7):
+                assert mirrored.listed(limit, order="recent") == sql.listed(limit, order="recent")
             for query in QUERIES:
                 words = query_tokens(query)
                 text = sql.ranked(ChannelQuery(words, depth=1000)).text
@@ -163,7 +165,10 @@ def _placed(memory: RobotMemory, count: int) -> list[int]:
         elif i % 13 == 5:
             spatial["frame"] = 7
         learned = memory.learn(
-            f"placed the mug at spot {i}", context={"spatial": spatial}, collection="placed"
+            f"placed the mug at spot {i}",
+            context={"spatial": spatial},
+            collection="placed",
+            observed_at=1_780_000_000 + i // 4,  # four memories at each moment: ties by id
         )
         ids.append(learned["memory_id"])
     return ids
@@ -184,6 +189,11 @@ def test_both_sources_give_the_same_memories_in_a_region(filled: RobotMemory) ->
                 inside = sql.listed(None, order="id")
                 assert 0 < len(inside) < len(placed)
                 assert mirrored.listed(None, order="id") == inside
+                for limit in (None, 1, 3, 5):
+                    skipped = set(inside[:2])
+                    assert mirrored.listed(limit, order="recent", exclude=skipped) == sql.listed(
+                        limit, order="recent", exclude=skipped
+                    )
                 vector = ChannelQuery(vector=query_vector(filled, "the mug"), depth=1000)
                 _same_scores(mirrored.ranked(vector).vectors, sql.ranked(vector).vectors, abs=1e-6)
         # Kept in step: a point moved out of 3-D (its z gone) and another moved in.

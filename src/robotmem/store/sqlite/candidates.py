@@ -347,7 +347,10 @@ class MirrorCandidates:
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
         passing = np.flatnonzero(self.allowed)
-        ordered = {"id": passing, "recent": self._mirror.by_observed(passing)}.get(order)
+        first = None if limit is None else limit + len(exclude)
+        ordered = passing if order == "id" else None
+        if order == "recent":
+            ordered = self._mirror.by_observed(passing, first)
         if ordered is not None:  # by id, or newest observed first, from the mirror's columns
             spare: list[int] = ordered.tolist()
             if exclude:

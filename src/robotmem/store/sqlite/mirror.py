@@ -571,9 +571,12 @@ class RecallMirror:
             code = self._collections.get(collection)
             return 0 if code is None else int(np.count_nonzero(self._collection == code))
 
-    def by_observed(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+    def by_observed(
+        self, ids: npt.NDArray[np.int64], limit: int | None = None
+    ) -> npt.NDArray[np.int64] | None:
         """``ids`` newest observed first (ties: larger id first), as ``ORDER BY observed_at DESC, id DESC``
-        gives; None when one of them has no time in the stored form (SQL must order it then)."""
+        gives, the first ``limit`` of them when given; None when one of them has no time in the stored form
+        (SQL must order it then)."""
         with self._lock:
             wanted = ids[ids < self.capacity]
             if len(wanted) < len(ids):
@@ -581,7 +584,12 @@ class RecallMirror:
             observed = self._observed[wanted]
             if np.isnan(observed).any():
                 return None
-            return wanted[np.lexsort((-wanted, -observed))]
+            if limit is not None and limit < len(wanted):
+                # Only the memories at or after the limit-th newest time can be among the first.
+                nth = np.partition(observed, len(observed) - limit)[len(observed) - limit]
+                keep = observed >= nth
+                wanted, observed = wanted[keep], observed[keep]
+            return wanted[np.lexsort((-wanted, -observed))][:limit]
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
