@@ -51,9 +51,10 @@ def learn(
     collection: str | None = None,
     session_id: str | None = None,
     observed_at: str | float | None = None,
+    robot_id: str | None = None,
 ) -> LearnResult:
     """``RobotMemory.learn`` on the default instance."""
-    return default_memory().learn(insight, context, collection, session_id, observed_at)
+    return default_memory().learn(insight, context, collection, session_id, observed_at, robot_id)
 
 
 def recall(
@@ -114,10 +115,11 @@ def save_perception(
     session_id: str | None = None,
     context: dict[str, Any] | str | None = None,
     observed_at: str | float | None = None,
+    robot_id: str | None = None,
 ) -> PerceptionResult:
     """``RobotMemory.save_perception`` on the default instance."""
     return default_memory().save_perception(
-        description, perception_type, data, metadata, collection, session_id, context, observed_at
+        description, perception_type, data, metadata, collection, session_id, context, observed_at, robot_id
     )
 
 

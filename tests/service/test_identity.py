@@ -1,7 +1,8 @@
 """One robot identity and the session's context on its memories; recall over every collection.
 
-Both engines (and SQLite's two recall sources): the robot id of a memory written in a session comes from
-the session's context, else the ``robot_id`` setting, else the store's own id; the session's context is
+Both engines (and SQLite's two recall sources): the robot id of a memory comes from the write's own
+``robot_id``, else the context of the session it is written in, else the ``robot_id`` setting, else the
+store's own id; the session's context is
 stored under the memory's own, so filters on it find the session's memories.
 """
 
@@ -51,6 +52,33 @@ def test_the_session_names_the_robot_and_its_context_reaches_filters(fleet: Robo
     assert "robot_id" not in grip["context"]  # the record's robot_id, not a context key
     succeeded = fleet.recall("", context_filter={"task.success": True}, n=10)
     assert contents(succeeded) == ["grip the mug at 12 N"]
+
+
+def test_the_writes_own_robot_id_comes_first(fleet: RobotMemory) -> None:
+    fleet.start_session(context={"robot_id": "arm-01"})
+    fleet.learn("arm-02 saw the mug slip", robot_id="arm-02")
+    fleet.save_perception("arm-03 camera: mug on the shelf", robot_id="arm-03")
+    fleet.save_perceptions([{"description": "arm-04 lidar: shelf 2 m ahead", "robot_id": "arm-04"}])
+    fleet.learn("the session's robot writes this one")
+    found = {m["content"]: m["robot_id"] for m in fleet.recall("", n=10)["memories"]}
+    assert found == {
+        "arm-02 saw the mug slip": "arm-02",
+        "arm-03 camera: mug on the shelf": "arm-03",
+        "arm-04 lidar: shelf 2 m ahead": "arm-04",
+        "the session's robot writes this one": "arm-01",
+    }
+    assert contents(fleet.recall("", robots=["arm-03"], n=10)) == ["arm-03 camera: mug on the shelf"]
+
+
+@pytest.mark.parametrize("bad", ["arm 01", "", "a,b", "x" * 201])
+def test_a_write_robot_id_that_is_not_one_is_refused(fleet: RobotMemory, bad: str) -> None:
+    with pytest.raises(ValidationError, match=r"^robot_id: "):
+        fleet.learn("never stored", robot_id=bad)
+    with pytest.raises(ValidationError, match=r"^items\[1\]\.robot_id: "):
+        fleet.save_perceptions(
+            [{"description": "fine one"}, {"description": "never stored", "robot_id": bad}]
+        )
+    assert fleet.recall("", n=10)["total"] == 0
 
 
 def test_robot_dot_id_names_the_robot_too(fleet: RobotMemory) -> None:

@@ -34,7 +34,7 @@ from robotmem.formats.validation import (
 from robotmem.query.filters import Node, parse_filter
 from robotmem.query.regions import INDEXED_PATHS, Region, parse_frame, parse_region
 from robotmem.query.spatial import SpatialSort, parse_spatial_sort
-from robotmem.rules.inheritance import check_session_robot
+from robotmem.rules.inheritance import check_session_robot, robot_id_problem
 
 JsonObjectOrText = Annotated[
     dict[str, Any] | str | None,
@@ -95,6 +95,14 @@ class OperationInput(BaseModel):
         if raw is not None:
             setattr(self, field, parse_name(field, raw))
 
+    def _check_robot(self) -> None:
+        """Check the robot id a write names for itself, when it names one (None: the session's or the
+        instance's)."""
+        value = getattr(self, "robot_id", None)
+        problem = robot_id_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValidationError(f"robot_id: {problem}; got {value!r}")
+
     def _check_target(self) -> None:
         """Check the collection a write goes to: a name, and not ``*`` (which recall reads as every one)."""
         self._check_name("collection")
@@ -118,6 +126,11 @@ class LearnInput(OperationInput):
     collection: str | None = Field(default=None, description="Collection name (default: the instance's).")
     session_id: str | None = Field(default=None, description="Session (episode) the memory belongs to.")
     observed_at: EventTimeInput = Field(default=None, description=OBSERVED_AT)
+    robot_id: str | None = Field(
+        default=None,
+        description="The robot that had this experience (default: the session context's robot id, else this "
+        "instance's robot_id setting / ROBOTMEM_ROBOT_ID, else the store's own id).",
+    )
     __slots__ = ("_context", "_observed")
 
     @property
@@ -134,6 +147,7 @@ class LearnInput(OperationInput):
         self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
         self._context = parse_json_object("context", self.context, settings.max_context_bytes)
         self._check_target()
+        self._check_robot()
         self._check_name("session_id")
         self._observed = parse_event_time("observed_at", self.observed_at)
 
@@ -260,6 +274,11 @@ class SavePerceptionInput(OperationInput):
         "(at most max_context_bytes, default 64 KiB).",
     )
     observed_at: EventTimeInput = Field(default=None, description=OBSERVED_AT)
+    robot_id: str | None = Field(
+        default=None,
+        description="The robot that had this experience (default: the session context's robot id, else this "
+        "instance's robot_id setting / ROBOTMEM_ROBOT_ID, else the store's own id).",
+    )
     __slots__ = ("_data_json", "_metadata_json", "_context", "_observed")
 
     @property
@@ -292,6 +311,7 @@ class SavePerceptionInput(OperationInput):
         self._observed = parse_event_time("observed_at", self.observed_at)
         self._check_target()
         self._check_name("session_id")
+        self._check_robot()
 
 
 class MemoryIdInput(OperationInput):

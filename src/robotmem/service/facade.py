@@ -166,10 +166,13 @@ class RobotMemory:
         collection: str | None = None,
         session_id: str | None = None,
         observed_at: str | float | None = None,
+        robot_id: str | None = None,
     ) -> LearnResult:
         """Store an experience; return ``{"status": "created", ...}`` or ``{"status": "duplicate", ...}``.
 
-        ``observed_at`` is when it happened (ISO 8601 with a zone, or epoch seconds; default now). Raises ``ValidationError`` (empty or too-long insight, bad context JSON), ``NotFoundError``
+        ``observed_at`` is when it happened (ISO 8601 with a zone, or epoch seconds; default now);
+        ``robot_id`` the robot that had it (default: the session context's, else the instance's robot id;
+        docs/fleet.md). Raises ``ValidationError`` (empty or too-long insight, bad context JSON), ``NotFoundError``
         or ``ConflictError`` (unknown or ended session), ``DatabaseError``.
         """
         return memories.learn(self._engine, self._input(LearnInput, locals()))
@@ -259,12 +262,13 @@ class RobotMemory:
         session_id: str | None = None,
         context: dict[str, Any] | str | None = None,
         observed_at: str | float | None = None,
+        robot_id: str | None = None,
     ) -> PerceptionResult:
         """Store a perception; return ``{"memory_id", "perception_type", "collection", "has_embedding"}``.
 
         Repeated descriptions are stored again: a sensor stream is not a duplicate. ``context`` is filtered
         and sorted on like a learned memory's (``metadata`` stays with the payload); ``observed_at`` is
-        when it was sensed (default now).
+        when it was sensed (default now); ``robot_id`` the robot that sensed it (as ``learn``'s).
         """
         return perceptions.save_perception(self._engine, self._input(SavePerceptionInput, locals()))
 

@@ -80,7 +80,7 @@ def learn(engine: Engine, args: LearnInput) -> LearnResult:
             tags=found.tags,
             index_body=index_text(text),
             created_at=engine.now(),
-            robot_id=writer,
+            robot_id=args.robot_id or writer,
             observed_at=args.observed,
         )
         memory_id = engine.insert(tx, [new], [None if vector is None else vector.vector])[0]

@@ -89,7 +89,7 @@ def insert(
                 created_at=now,
                 data_json=p.args.data_json,
                 metadata_json=p.args.metadata_json,
-                robot_id=inherited[sessions[p.args.session_id]][0],
+                robot_id=p.args.robot_id or inherited[sessions[p.args.session_id]][0],
                 observed_at=p.args.observed,
             )
             for p in prepared

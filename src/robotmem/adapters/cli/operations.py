@@ -119,6 +119,9 @@ def _operation(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 _OBSERVED_AT = "when it happened: ISO 8601 with a zone (2026-01-01T12:00:00Z) or epoch seconds"
+_ROBOT_ID = (
+    "the robot that had it (default: the session's robot, else ROBOTMEM_ROBOT_ID, else this store's id)"
+)
 _TIME_BOUND = "ISO 8601 with a zone, epoch seconds, now, or before now (-30m, -2h, -7d)"
 # argparse's pattern of a negative number, widened to every word that starts like one: relative times
 # (-30m, -1.5h) are values, and so is a mistyped one (-2x), which the input model then refuses by name.
@@ -149,6 +152,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--context")
     p.add_argument("--session-id", dest="session_id")
     p.add_argument("--observed-at", dest="observed_at", help=_OBSERVED_AT)
+    p.add_argument("--robot-id", dest="robot_id", help=_ROBOT_ID)
     p.set_defaults(run=_operation("learn"))
     p = sub.add_parser("recall", parents=[common], help="find relevant memories")
     p.add_argument("query", nargs="?", default="")
@@ -235,6 +239,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--session-id", dest="session_id")
     p.add_argument("--context", help="context JSON, filterable and sortable as learn's")
     p.add_argument("--observed-at", dest="observed_at", help=_OBSERVED_AT)
+    p.add_argument("--robot-id", dest="robot_id", help=_ROBOT_ID)
     p.set_defaults(run=_operation("save_perception"))
     p = sub.add_parser("forget", parents=[common], help="invalidate a memory")
     p.add_argument("memory_id", type=int)
