@@ -7,6 +7,10 @@ runs with ``min_relevance`` 0 (the gate off: the ranking without it) and at each
 and recall@5 of each set is printed side by side. Every query of ``benchmarks/data/unanswerable.jsonl``
 (nothing in either set answers it) runs in every collection of both sets at each ``min_relevance``: the
 share that returns nothing, per (query, collection) pair and per query (nothing in any collection).
+
+Everything is also reported per half: the labelled sets' own ``tune``/``heldout`` splits, and the
+unanswerable queries split the same way (``unanswerable_halves``: every other query of each language and
+kind, by id). Relevance calibrations are fitted on the tune halves and checked on the held-out ones.
 """
 
 from __future__ import annotations
@@ -45,6 +49,18 @@ def load_unanswerable(path: Path = UNANSWERABLE_FILE) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def unanswerable_halves(queries: Sequence[dict[str, str]]) -> dict[str, str]:
+    """Query id → ``tune`` or ``heldout``: every other query of each (language, kind), in id order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for query in queries:
+        groups.setdefault((query["lang"], query["kind"]), []).append(query["id"])
+    return {
+        query_id: "tune" if i % 2 == 0 else "heldout"
+        for ids in groups.values()
+        for i, query_id in enumerate(sorted(ids))
+    }
+
+
 def labelled_run(
     mem: RobotMemory, eval_set: EvalSet, loaded: LoadedSet, min_relevance: float | None
 ) -> tuple[dict[str, list[str]], int]:
@@ -72,6 +88,7 @@ def unanswerable_run(
 ) -> list[dict[str, Any]]:
     """Every unanswerable query in every collection: how many memories came back, and the best relevance."""
     rows = []
+    halves = unanswerable_halves(queries)
     for query in queries:
         for mem, collections in stores:
             for collection in collections:
@@ -83,6 +100,7 @@ def unanswerable_run(
                         "id": query["id"],
                         "kind": query["kind"],
                         "lang": query["lang"],
+                        "half": halves[query["id"]],
                         "collection": collection,
                         "returned": len(result["memories"]),
                         "best": max((m["relevance"] or 0.0 for m in result["memories"]), default=None),
@@ -97,6 +115,8 @@ def empty_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for row in rows:
         groups.setdefault(f"kind:{row['kind']}", []).append(row)
         groups.setdefault(f"lang:{row['lang']}", []).append(row)
+        groups.setdefault(f"half:{row['half']}", []).append(row)
+        groups.setdefault(f"half:{row['half']}/lang:{row['lang']}", []).append(row)
     out = {}
     for name, members in groups.items():
         by_query: dict[str, bool] = {}
@@ -200,6 +220,8 @@ def render(result: dict[str, Any]) -> str:
         )
         body.append(row)
     parts = [f"mode {result['mode']}, model {result.get('model', 'none')}", "", markdown_table(header, body)]
+    parts += ["", "Per half (labelled splits; unanswerable queries by ``unanswerable_halves``):", ""]
+    parts.append(render_halves(result))
     for level in levels:
         shares = result["unanswerable"][level]["shares"]
         parts += [
@@ -215,6 +237,33 @@ def render(result: dict[str, Any]) -> str:
             ),
         ]
     return "\n".join(parts)
+
+
+def render_halves(result: dict[str, Any]) -> str:
+    """Markdown: each half's recall@5 at each level beside the gate off, and its unanswerable pairs empty."""
+    header = ["half", "min_relevance"]
+    for name in result["sets"]:
+        header += [f"{name} recall@5", f"{name} change"]
+    header += ["unanswerable pairs empty", "English", "Chinese"]
+    body = []
+    for half in ("tune", "heldout"):
+        for level in ["0", *result["levels"]]:
+            row: list[Any] = [half, level]
+            for scored in result["sets"].values():
+                recall = scored[level][f"split:{half}"]["recall@5"]
+                row += [recall, recall - scored["0"][f"split:{half}"]["recall@5"]]
+            shares = result["unanswerable"].get(level, {}).get("shares")
+            row += (
+                [
+                    shares[f"half:{half}"]["pairs empty"],
+                    shares[f"half:{half}/lang:en"]["pairs empty"],
+                    shares[f"half:{half}/lang:zh"]["pairs empty"],
+                ]
+                if shares
+                else ["", "", ""]
+            )
+            body.append(row)
+    return markdown_table(header, body)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -339,6 +339,11 @@ class VectorTable(Protocol):
         vector of the query's model, most similar first."""
         ...
 
+    def cosines(self, ids: Collection[int], query: VectorQuery) -> dict[int, float]:
+        """Return id → cosine to the unit vector ``query.vector`` of those of ``ids`` that have a vector of
+        the query's model (the others are left out)."""
+        ...
+
 
 class EmbeddingJobs(Protocol):
     """Backfill (memories without a vector) and re-embedding with a new model (staged, then swapped)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -147,3 +147,10 @@ class Vectors:
                 break
             found.append((int(memory_id), float(similarity)))
         return found
+
+    def cosines(self, ids: Collection[int], query: VectorQuery) -> dict[int, float]:
+        index = self._index_for(query.model_id, query.dim)
+        index.sync(self._conn)
+        vector = np.asarray(query.vector, dtype=np.float32)
+        found = ((m, index.vector(m)) for m in ids)
+        return {int(m): float(np.dot(stored, vector)) for m, stored in found if stored is not None}
