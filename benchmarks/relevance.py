@@ -1,6 +1,7 @@
 """Relevance on both labelled sets and the unanswerable queries, side by side in one run.
 
     python -m benchmarks.relevance [--min-relevance 0.5 ...] [--mode hybrid|bm25] [--out FILE]
+    python -m benchmarks.relevance --write-anchors     # the shipped anchor means of the bundled model
 
 Both evaluation files are stored once each (the bundled model, cached vectors), then every labelled query
 runs with ``min_relevance`` 0 (the gate off: the ranking without it) and at each given ``min_relevance``,
@@ -38,6 +39,9 @@ from robotmem.adapters.cli.evaluate import (
 from robotmem.config import Settings
 from robotmem.embedders import create_embedder
 from robotmem.evaluation import EvalSet, load_eval_set, score_run
+from robotmem.query.vectors import unit_vector
+from robotmem.service.recall import anchors
+from robotmem.service.recall.anchors import embedded_anchors, shipped_entry
 from robotmem.service.recall.relevance import DEFAULT_MIN_RELEVANCE
 
 UNANSWERABLE_FILE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
@@ -266,6 +270,31 @@ def render_halves(result: dict[str, Any]) -> str:
     return markdown_table(header, body)
 
 
+def write_anchor_means() -> Path:
+    """Embed the relevance anchors with the bundled model and store their means beside ``anchors.py``."""
+    embedder = create_embedder(Settings(embed_backend="auto"))
+
+    def embed(texts: Sequence[str], is_query: bool) -> list[Any]:
+        return [
+            unit_vector(row, embedder.dim) for row in embedder.embed_batch(list(texts), is_query=is_query)
+        ]
+
+    found = embedded_anchors(embed)
+    if found is None:
+        raise SystemExit(f"{embedder.model_id}: an anchor text has no vector")
+    path = Path(anchors.__file__).with_name(anchors.SHIPPED)
+    entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    entries[embedder.model_id] = shipped_entry(found)
+    lines = [
+        f"  {json.dumps(model)}: {{\n"
+        + ",\n".join(f"    {json.dumps(key)}: {json.dumps(value)}" for key, value in entry.items())
+        + "\n  }"
+        for model, entry in sorted(entries.items())
+    ]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -277,7 +306,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--mode", choices=("hybrid", "bm25"), default="hybrid")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--write-anchors", action="store_true", help="embed the relevance anchors and write anchor_means.json"
+    )
     args = parser.parse_args(argv)
+    if args.write_anchors:
+        print(write_anchor_means())
+        return 0
     ensure_cache()
     result = run(args.min_relevance, args.mode, log=lambda line: print(line, file=sys.stderr))
     if args.out:

@@ -10,9 +10,13 @@ queries measure that offset without asking the store.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 import numpy as np
 
@@ -90,19 +94,52 @@ class Anchors:
         return VectorQuery(self.queries / norm, like.model_id, like.dim), norm
 
 
+SHIPPED = "anchor_means.json"
+
 _cache: dict[str, Anchors | None] = {}
 _lock = threading.Lock()
 
 
 def anchors_for(model_id: str, embed: Embed) -> Anchors | None:
-    """The anchors of ``model_id``, embedded on first use (None when the embedder leaves any out)."""
+    """The anchors of ``model_id``: shipped, or embedded on first use (None when the embedder leaves any
+    out)."""
     with _lock:
         if model_id not in _cache:
-            _cache[model_id] = _embedded(embed)
+            found = shipped_anchors().get(model_id)
+            _cache[model_id] = found if found is not None else embedded_anchors(embed)
         return _cache[model_id]
 
 
-def _embedded(embed: Embed) -> Anchors | None:
+def texts_digest() -> str:
+    """The SHA-256 of the anchor texts: shipped means count only for the texts they were embedded from."""
+    return hashlib.sha256("\n".join(ANCHOR_TEXTS).encode("utf-8")).hexdigest()
+
+
+def shipped_anchors() -> dict[str, Anchors]:
+    """Model id → the anchors shipped for it (``SHIPPED``) that belong to the current texts."""
+    text = resources.files(__package__ or "robotmem.service.recall").joinpath(SHIPPED).read_text("utf-8")
+    digest = texts_digest()
+    return {
+        model_id: Anchors(
+            passages=np.asarray(entry["passages"], dtype=np.float32),
+            queries=np.asarray(entry["queries"], dtype=np.float32),
+        )
+        for model_id, entry in json.loads(text).items()
+        if entry.get("texts_sha256") == digest
+    }
+
+
+def shipped_entry(anchors: Anchors) -> dict[str, Any]:
+    """The ``SHIPPED`` entry of ``anchors`` (for the model they were embedded with)."""
+    return {
+        "texts_sha256": texts_digest(),
+        "passages": [round(float(v), 7) for v in anchors.passages],
+        "queries": [round(float(v), 7) for v in anchors.queries],
+    }
+
+
+def embedded_anchors(embed: Embed) -> Anchors | None:
+    """The anchors embedded with ``embed`` (None when it leaves any text out)."""
     means = []
     for is_query in (False, True):
         vectors = list(embed(ANCHOR_TEXTS, is_query))
