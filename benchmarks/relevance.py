@@ -39,9 +39,6 @@ from robotmem.adapters.cli.evaluate import (
 from robotmem.config import Settings
 from robotmem.embedders import create_embedder
 from robotmem.evaluation import EvalSet, load_eval_set, score_run
-from robotmem.query.vectors import unit_vector
-from robotmem.service.recall import anchors
-from robotmem.service.recall.anchors import embedded_anchors, shipped_entry
 from robotmem.service.recall.relevance import DEFAULT_MIN_RELEVANCE
 
 UNANSWERABLE_FILE = ROOT / "benchmarks" / "data" / "unanswerable.jsonl"
@@ -272,6 +269,11 @@ def render_halves(result: dict[str, Any]) -> str:
 
 def write_anchor_means() -> Path:
     """Embed the relevance anchors with the bundled model and store their means beside ``anchors.py``."""
+    # Imported here: the benchmark itself also runs against checkouts from before the anchors.
+    from robotmem.query.vectors import unit_vector
+    from robotmem.service.recall import anchors
+    from robotmem.service.recall.anchors import embedded_anchors, shipped_entry
+
     embedder = create_embedder(Settings(embed_backend="auto"))
 
     def embed(texts: Sequence[str], is_query: bool) -> list[Any]:

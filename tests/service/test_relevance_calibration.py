@@ -16,7 +16,7 @@ from robotmem.query.vectors import FloatArray, unit_vector
 from robotmem.service.recall.anchors import ANCHOR_TEXTS, anchors_for, embedded_anchors, shipped_anchors
 from robotmem.service.recall.relevance import (
     CALIBRATIONS,
-    SCOPE_RANK,
+    SMALL_SCOPE,
     SMALL_SCOPE_CALIBRATIONS,
     calibration_for,
 )
@@ -27,9 +27,9 @@ MODEL = "multilingual-e5-small-q4"
 
 
 def test_the_script_and_the_scope_size_pick_the_calibration() -> None:
-    assert calibration_for(MODEL, "grip force for the mug", SCOPE_RANK) == CALIBRATIONS[MODEL]["latin"]
+    assert calibration_for(MODEL, "grip force for the mug", SMALL_SCOPE) == CALIBRATIONS[MODEL]["latin"]
     assert calibration_for(MODEL, "夹爪力度", 50) == CALIBRATIONS[MODEL]["cjk"]
-    assert calibration_for(MODEL, "grip force", SCOPE_RANK - 1) == SMALL_SCOPE_CALIBRATIONS[MODEL]["latin"]
+    assert calibration_for(MODEL, "grip force", SMALL_SCOPE - 1) == SMALL_SCOPE_CALIBRATIONS[MODEL]["latin"]
     assert calibration_for(MODEL, "夹爪力度", 0) == SMALL_SCOPE_CALIBRATIONS[MODEL]["cjk"]
     assert calibration_for("some-unmeasured-model", "grip force", 50) is None
     for scripts in (CALIBRATIONS[MODEL], SMALL_SCOPE_CALIBRATIONS[MODEL]):
