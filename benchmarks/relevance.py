@@ -1,12 +1,17 @@
 """Relevance on both labelled sets and the unanswerable queries, side by side in one run.
 
     python -m benchmarks.relevance [--min-relevance 0.5 ...] [--mode hybrid|bm25] [--out FILE]
+    python -m benchmarks.relevance --write-anchors     # the shipped anchor means of the bundled model
 
 Both evaluation files are stored once each (the bundled model, cached vectors), then every labelled query
 runs with ``min_relevance`` 0 (the gate off: the ranking without it) and at each given ``min_relevance``,
 and recall@5 of each set is printed side by side. Every query of ``benchmarks/data/unanswerable.jsonl``
 (nothing in either set answers it) runs in every collection of both sets at each ``min_relevance``: the
 share that returns nothing, per (query, collection) pair and per query (nothing in any collection).
+
+Everything is also reported per half: the labelled sets' own ``tune``/``heldout`` splits, and the
+unanswerable queries split the same way (``unanswerable_halves``: every other query of each language and
+kind, by id). Relevance calibrations are fitted on the tune halves and checked on the held-out ones.
 """
 
 from __future__ import annotations
@@ -45,6 +50,18 @@ def load_unanswerable(path: Path = UNANSWERABLE_FILE) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def unanswerable_halves(queries: Sequence[dict[str, str]]) -> dict[str, str]:
+    """Query id → ``tune`` or ``heldout``: every other query of each (language, kind), in id order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for query in queries:
+        groups.setdefault((query["lang"], query["kind"]), []).append(query["id"])
+    return {
+        query_id: "tune" if i % 2 == 0 else "heldout"
+        for ids in groups.values()
+        for i, query_id in enumerate(sorted(ids))
+    }
+
+
 def labelled_run(
     mem: RobotMemory, eval_set: EvalSet, loaded: LoadedSet, min_relevance: float | None
 ) -> tuple[dict[str, list[str]], int]:
@@ -72,6 +89,7 @@ def unanswerable_run(
 ) -> list[dict[str, Any]]:
     """Every unanswerable query in every collection: how many memories came back, and the best relevance."""
     rows = []
+    halves = unanswerable_halves(queries)
     for query in queries:
         for mem, collections in stores:
             for collection in collections:
@@ -83,6 +101,7 @@ def unanswerable_run(
                         "id": query["id"],
                         "kind": query["kind"],
                         "lang": query["lang"],
+                        "half": halves[query["id"]],
                         "collection": collection,
                         "returned": len(result["memories"]),
                         "best": max((m["relevance"] or 0.0 for m in result["memories"]), default=None),
@@ -97,6 +116,8 @@ def empty_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for row in rows:
         groups.setdefault(f"kind:{row['kind']}", []).append(row)
         groups.setdefault(f"lang:{row['lang']}", []).append(row)
+        groups.setdefault(f"half:{row['half']}", []).append(row)
+        groups.setdefault(f"half:{row['half']}/lang:{row['lang']}", []).append(row)
     out = {}
     for name, members in groups.items():
         by_query: dict[str, bool] = {}
@@ -200,6 +221,8 @@ def render(result: dict[str, Any]) -> str:
         )
         body.append(row)
     parts = [f"mode {result['mode']}, model {result.get('model', 'none')}", "", markdown_table(header, body)]
+    parts += ["", "Per half (labelled splits; unanswerable queries by ``unanswerable_halves``):", ""]
+    parts.append(render_halves(result))
     for level in levels:
         shares = result["unanswerable"][level]["shares"]
         parts += [
@@ -217,6 +240,63 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def render_halves(result: dict[str, Any]) -> str:
+    """Markdown: each half's recall@5 at each level beside the gate off, and its unanswerable pairs empty."""
+    header = ["half", "min_relevance"]
+    for name in result["sets"]:
+        header += [f"{name} recall@5", f"{name} change"]
+    header += ["unanswerable pairs empty", "English", "Chinese"]
+    body = []
+    for half in ("tune", "heldout"):
+        for level in ["0", *result["levels"]]:
+            row: list[Any] = [half, level]
+            for scored in result["sets"].values():
+                recall = scored[level][f"split:{half}"]["recall@5"]
+                row += [recall, recall - scored["0"][f"split:{half}"]["recall@5"]]
+            shares = result["unanswerable"].get(level, {}).get("shares")
+            row += (
+                [
+                    shares[f"half:{half}"]["pairs empty"],
+                    shares[f"half:{half}/lang:en"]["pairs empty"],
+                    shares[f"half:{half}/lang:zh"]["pairs empty"],
+                ]
+                if shares
+                else ["", "", ""]
+            )
+            body.append(row)
+    return markdown_table(header, body)
+
+
+def write_anchor_means() -> Path:
+    """Embed the relevance anchors with the bundled model and store their means beside ``anchors.py``."""
+    # Imported here: the benchmark itself also runs against checkouts from before the anchors.
+    from robotmem.query.vectors import unit_vector
+    from robotmem.service.recall import anchors
+    from robotmem.service.recall.anchors import embedded_anchors, shipped_entry
+
+    embedder = create_embedder(Settings(embed_backend="auto"))
+
+    def embed(texts: Sequence[str], is_query: bool) -> list[Any]:
+        return [
+            unit_vector(row, embedder.dim) for row in embedder.embed_batch(list(texts), is_query=is_query)
+        ]
+
+    found = embedded_anchors(embed)
+    if found is None:
+        raise SystemExit(f"{embedder.model_id}: an anchor text has no vector")
+    path = Path(anchors.__file__).with_name(anchors.SHIPPED)
+    entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    entries[embedder.model_id] = shipped_entry(found)
+    lines = [
+        f"  {json.dumps(model)}: {{\n"
+        + ",\n".join(f"    {json.dumps(key)}: {json.dumps(value)}" for key, value in entry.items())
+        + "\n  }"
+        for model, entry in sorted(entries.items())
+    ]
+    path.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
@@ -228,7 +308,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--mode", choices=("hybrid", "bm25"), default="hybrid")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--write-anchors", action="store_true", help="embed the relevance anchors and write anchor_means.json"
+    )
     args = parser.parse_args(argv)
+    if args.write_anchors:
+        print(write_anchor_means())
+        return 0
     ensure_cache()
     result = run(args.min_relevance, args.mode, log=lambda line: print(line, file=sys.stderr))
     if args.out:

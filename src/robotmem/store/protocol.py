@@ -357,8 +357,9 @@ class VectorTable(Protocol):
         vector of the query's model, most similar first."""
         ...
 
-    def similarity(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
-        """Return id → cosine to the query of those of ``ids`` with a vector of the query's model."""
+    def cosines(self, ids: Collection[int], query: VectorQuery) -> dict[int, float]:
+        """Return id → cosine to the unit vector ``query.vector`` of those of ``ids`` that have a vector of
+        the query's model (the others are left out)."""
         ...
 
 

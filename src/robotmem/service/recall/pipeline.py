@@ -17,16 +17,20 @@ or by time), normalised again over the chosen ones.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 
 from robotmem.config import RecallSettings
+from robotmem.errors import EmbeddingError
 from robotmem.formats.inputs import ALL_COLLECTIONS
 from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
+from robotmem.service.recall.anchors import Anchors, anchors_for
 from robotmem.service.recall.grouping import ContextReader
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.relevance import (
+    CALIBRATIONS,
     NOTHING_RELEVANT,
     RelevanceGate,
     default_min_relevance,
@@ -35,6 +39,8 @@ from robotmem.service.recall.relevance import (
 from robotmem.service.recall.scoring import bm25_words, score_candidates
 from robotmem.store.protocol import CandidateSource, ChannelQuery, Ranked, StoreTx, VectorQuery
 from robotmem.text.tokens import or_match, query_tokens
+
+log = logging.getLogger("robotmem")
 
 # The listing order of a recall without a query, by its ``order``.
 _LISTED = {"time": "oldest", "recent": "recent"}
@@ -74,36 +80,63 @@ class Channels:
 def execute(engine: Engine, plan: RecallPlan) -> RecallOutcome:
     """Embed the query, run the pipeline on one snapshot, and count an access for every hit."""
     vector = engine.embed(plan.query, is_query=True) if plan.query else None
+    anchors = query_anchors(engine, vector)
     settings = engine.settings.recall
     reranker = engine.reranker
     if reranker is not None and reranking.applies(reranker, plan.query, plan.order, plan.spatial):
         wide = dataclasses.replace(plan, n=max(plan.n, engine.settings.rerank_depth))
-        outcome = engine.read(lambda tx: run(tx, wide, settings, vector))
+        outcome = engine.read(lambda tx: run(tx, wide, settings, vector, anchors))
         reranked = reranking.rerank(reranker, plan.query, outcome.hits, plan.n)
         outcome = dataclasses.replace(outcome, hits=reranked)
     else:
-        outcome = engine.read(lambda tx: run(tx, plan, settings, vector))
+        outcome = engine.read(lambda tx: run(tx, plan, settings, vector, anchors))
     if outcome.hits:
         engine.store.record_access(hit.memory.id for hit in outcome.hits)
     return outcome
 
 
-def run(tx: StoreTx, plan: RecallPlan, settings: RecallSettings, vector: VectorQuery | None) -> RecallOutcome:
-    """Return the hits for ``plan`` on ``tx``'s snapshot; ``vector`` is None when vector search cannot run."""
+def run(
+    tx: StoreTx,
+    plan: RecallPlan,
+    settings: RecallSettings,
+    vector: VectorQuery | None,
+    anchors: Anchors | None = None,
+) -> RecallOutcome:
+    """Return the hits for ``plan`` on ``tx``'s snapshot; ``vector`` is None when vector search cannot run,
+    ``anchors`` when the model's relevance has no calibration (``query_anchors``)."""
     if plan.collection == ALL_COLLECTIONS:
-        return run_across(tx, plan, settings, vector)
-    return run_on(tx.candidates(plan.scope), tx, plan, settings, vector)
+        return run_across(tx, plan, settings, vector, anchors)
+    return run_on(tx.candidates(plan.scope), tx, plan, settings, vector, anchors)
+
+
+def query_anchors(engine: Engine, vector: VectorQuery | None) -> Anchors | None:
+    """The relevance anchors of the query's model, when it has a calibration (embedded once per process;
+    None when the embedder fails, and relevance falls back on the model's cosine scale)."""
+    if vector is None or vector.model_id not in CALIBRATIONS:
+        return None
+    dim = vector.dim
+    try:
+        return anchors_for(
+            vector.model_id, lambda texts, is_query: engine.embed_texts(texts, is_query=is_query, dim=dim)
+        )
+    except EmbeddingError as exc:
+        log.warning("relevance anchors could not be embedded, using the cosine scale: %s", exc)
+        return None
 
 
 def run_across(
-    tx: StoreTx, plan: RecallPlan, settings: RecallSettings, vector: VectorQuery | None
+    tx: StoreTx,
+    plan: RecallPlan,
+    settings: RecallSettings,
+    vector: VectorQuery | None,
+    anchors: Anchors | None = None,
 ) -> RecallOutcome:
     """``run`` in every collection that holds an active memory, the hits merged in the plan's order."""
     names = tuple(name for name, _, active, _, _ in tx.browse.collection_rows() if active)
     outcomes = []
     for name in names:
         one = dataclasses.replace(plan, collection=name)
-        outcomes.append(run_on(tx.candidates(one.scope), tx, one, settings, vector))
+        outcomes.append(run_on(tx.candidates(one.scope), tx, one, settings, vector, anchors))
     raw = [(hit, hit.score * outcome.scale) for outcome in outcomes for hit in outcome.hits]
     newest_first = plan.spatial is None and (
         plan.order == "recent" or (plan.order != "time" and not plan.query)
@@ -139,6 +172,7 @@ def run_on(
     plan: RecallPlan,
     settings: RecallSettings,
     vector: VectorQuery | None,
+    anchors: Anchors | None = None,
 ) -> RecallOutcome:
     """``run`` over a given candidate source (tests compare the sources of one store this way)."""
     channels = ranked_channels(source, plan, settings, vector)
@@ -146,7 +180,7 @@ def run_on(
     fused = (
         score_candidates(source, plan.query, channels.ranked, settings, plan.n, reader) if plan.query else {}
     )
-    gate = relevance_gate(source, tx, plan, channels) if plan.query else None
+    gate = relevance_gate(source, tx, plan, channels, anchors) if plan.query else None
     pool, near = candidate_pool(source, tx, plan, channels, fused, gate)
     relevance = gate.with_neighbours(gate.relevance(pool)) if gate is not None else {}
     if gate is not None and plan.spatial is None:
@@ -224,7 +258,11 @@ def ranked_channels(
 
 
 def relevance_gate(
-    source: CandidateSource, tx: StoreTx, plan: RecallPlan, channels: Channels
+    source: CandidateSource,
+    tx: StoreTx,
+    plan: RecallPlan,
+    channels: Channels,
+    anchors: Anchors | None = None,
 ) -> RelevanceGate:
     """The relevance of memories to the plan's query (``relevance``), told what the text channel found."""
     gate = RelevanceGate(
@@ -239,6 +277,7 @@ def relevance_gate(
         ),
         cosines=channels.ranked.vectors,
         query=plan.query,
+        anchors=anchors,
     )
     if channels.searchable:
         gate.heard(channels.coverage, bool(channels.ranked.text))

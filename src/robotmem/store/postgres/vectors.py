@@ -14,7 +14,7 @@ vectors and rebuilds it. Which search runs is the store's choice (``search_vecto
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -200,13 +200,15 @@ class Vectors:
     def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
         return search_vectors(self._conn, query, "m.status = 'active'", {}, first, min_similarity)
 
-    def similarity(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
-        if not ids:
+    def cosines(self, ids: Collection[int], query: VectorQuery) -> dict[int, float]:
+        wanted = sorted({int(m) for m in ids})
+        if not wanted:
             return {}
         dim = int(query.dim)
         rows = self._conn.execute(
-            "SELECT m.id, m.embedding <=> %(v_query)s AS d FROM memories m WHERE m.id = ANY(%(v_ids)s) "
-            f"AND m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s AND vector_dims(m.embedding) = {dim}",
-            {"v_query": as_vector(query.vector), "v_model": query.model_id, "v_ids": list(ids)},
+            f"SELECT m.id, m.embedding::vector({dim}) <=> %(v_query)s::vector({dim}) FROM memories m "
+            "WHERE m.id = ANY(%(v_ids)s) AND m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s "
+            f"AND vector_dims(m.embedding) = {dim}",
+            {"v_ids": wanted, "v_query": as_vector(query.vector), "v_model": query.model_id},
         ).fetchall()
-        return dict(_ranked(rows))
+        return {int(m): 1.0 - float(d) for m, d in rows if d is not None}

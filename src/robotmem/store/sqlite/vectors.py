@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -138,12 +138,6 @@ class Vectors:
     def record_model(self, model_id: str, dim: int) -> None:
         record_model(self._conn, model_id, dim)
 
-    def similarity(self, query: VectorQuery, ids: Sequence[int]) -> dict[int, float]:
-        index = self._index_for(query.model_id, query.dim)
-        index.sync(self._conn)
-        found, scores = index.index.similarities_among(query.vector, np.asarray(ids, dtype=np.int64))
-        return dict(zip(found.tolist(), scores.astype(np.float64).tolist(), strict=True))
-
     def most_similar(self, query: VectorQuery, first: int, min_similarity: float) -> list[tuple[int, float]]:
         index = self._index_for(query.model_id, query.dim)
         index.sync(self._conn)
@@ -153,3 +147,10 @@ class Vectors:
                 break
             found.append((int(memory_id), float(similarity)))
         return found
+
+    def cosines(self, ids: Collection[int], query: VectorQuery) -> dict[int, float]:
+        index = self._index_for(query.model_id, query.dim)
+        index.sync(self._conn)
+        wanted = np.fromiter((int(m) for m in ids), dtype=np.int64, count=len(ids))
+        found, scores = index.index.similarities_among(query.vector, wanted)
+        return dict(zip(found.tolist(), scores.astype(np.float64).tolist(), strict=True))
