@@ -138,7 +138,7 @@ def test_an_unknown_parameter_names_the_accepted_ones() -> None:
         validate_input(LearnInput, {"insigth": "cup is slippery"}, Settings())
     assert caught.value.message == (
         "insight: Field required; insigth: unknown parameter; "
-        "accepted parameters are insight, context, collection, session_id, observed_at"
+        "accepted parameters are insight, context, collection, session_id, observed_at, robot_id"
     )
     with pytest.raises(
         ValidationError, match=r"^memory_id: Input should be greater than or equal to 1 \(got 0\)$"
