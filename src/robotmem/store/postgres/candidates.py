@@ -308,21 +308,27 @@ class PgCandidates:
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
-        # The process's masks are kept per predicate without the region (a region is new at every call);
-        # the region's memories, from the spatial index, narrow the mask and the SQL alike.
+        # The process's masks are kept per predicate without the region (a region is new at every call):
+        # a held mask is narrowed by the region's memories, read from the spatial index; in SQL the region
+        # is a condition like the others, so the server reads only the positions the plan needs.
         self._mask_where, self._mask_params = self.where, dict(self.params)
-        self._region = regions.within(conn, scope.region) if scope.region is not None else None
-        if self._region is not None:
-            self.where += " AND m.id = ANY(%(p_region)s)"
-            self.params["p_region"] = self._region.tolist()
+        self._region = scope.region
+        if scope.region is not None:
+            # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
+            # tell (``regions.predicate``): with one, the region is checked on the window's memories.
+            windowed = reads_volatile(scope.filter, UNCACHED_FIELDS)
+            inside, bound = regions.predicate(scope.region, indexed=not windowed)
+            self.where += f" AND {inside}"
+            self.params.update(bound)
 
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
         if self._masks is not None:
             allowed = self._masks.allowed(self._conn, self._mask_where, self._mask_params)
             if allowed is not None and self._region is not None:
+                ids = regions.within(self._conn, self._region)
                 inside = np.zeros(len(allowed), dtype=np.bool_)
-                inside[self._region[self._region < len(inside)]] = True
+                inside[ids[ids < len(inside)]] = True
                 allowed = allowed & inside
             self._allowed = allowed
             self._masks = None
@@ -559,7 +565,11 @@ class PgCandidates:
         return {m: d for m, d in found.items() if d <= nth}
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
-        sql = f"SELECT m.id FROM memories m WHERE {self.where} ORDER BY {_ORDERS[order]}"
+        # A full listing reads every passing memory: the filter's index hint lets the server find those
+        # of a selective equality (an object's sightings) through the context's GIN index instead of
+        # testing every memory of the collection. With a limit, the order's own index walk stops early.
+        where = f"{self.where} AND {self.hint}" if self.hint and limit is None else self.where
+        sql = f"SELECT m.id FROM memories m WHERE {where} ORDER BY {_ORDERS[order]}"
         bound = dict(self.params)
         if limit is not None:
             sql += " LIMIT %(listed_limit)s"
