@@ -145,8 +145,9 @@ class _Recording:
 
 def test_a_region_reaches_the_server_as_a_condition(postgres_server: Any, tmp_path: Path) -> None:
     """A recall's region is SQL in the scope's predicate (no list of ids read first): offered to the GiST
-    index alone, probed by memory id within a time window; and a full listing of an object's sightings
-    finds them through the context's index."""
+    index alone, probed by memory id within a time window; a full listing of an object's sightings finds
+    them through the context's index, and a limited one walks its order only when some memory holds the
+    value."""
     dsn = postgres_server.create()
     try:
         with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
@@ -172,6 +173,14 @@ def test_a_region_reaches_the_server_as_a_condition(postgres_server: Any, tmp_pa
             assert "@>" in recording.statements[-1]  # the context index's containment test rides along
             recording.statements.clear()
             assert yard.listed(1, order="recent") == [max(m for m, f, _ in stored if f == "yard")]
-            assert "@>" not in recording.statements[-1]  # with a limit, the time order's index walks
+            # With a limit the time order's index walks, once the index says some memory holds the value.
+            assert "AND m.context @>" not in recording.statements[-1]
+            assert "EXISTS (SELECT 1 FROM memories m WHERE" in recording.statements[-1]
+            nowhere = parse_filter({"spatial.frame": "nowhere"})
+            unknown = PgCandidates(recording, RecallScope("default", 0.0, filter=nowhere))  # type: ignore[arg-type]
+            assert unknown.listed(1, order="recent") == [] and unknown.listed(None, order="id") == []
+            anywhere = parse_filter({"$or": [{"spatial.frame": "nowhere"}, {"spatial.frame": "yard"}]})
+            either = PgCandidates(recording, RecallScope("default", 0.0, filter=anywhere))  # type: ignore[arg-type]
+            assert either.listed(2, order="id") == sorted(m for m, f, _ in stored if f == "yard")[:2]
     finally:
         postgres_server.drop(dsn)

@@ -567,14 +567,22 @@ class PgCandidates:
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
         # A full listing reads every passing memory: the filter's index hint lets the server find those
         # of a selective equality (an object's sightings) through the context's GIN index instead of
-        # testing every memory of the collection. With a limit, the order's own index walk stops early.
-        where = f"{self.where} AND {self.hint}" if self.hint and limit is None else self.where
+        # testing every memory of the collection. With a limit, the order's own index walk stops early;
+        # the hint then only asks once whether any memory holds the value at all (an uncorrelated
+        # EXISTS, decided before the walk), so a value nothing holds does not walk the whole index.
+        where = self.where
+        if self.hint:
+            where += (
+                f" AND {self.hint}"
+                if limit is None
+                else f" AND EXISTS (SELECT 1 FROM memories m WHERE {self.hint})"
+            )
         sql = f"SELECT m.id FROM memories m WHERE {where} ORDER BY {_ORDERS[order]}"
         bound = dict(self.params)
         if limit is not None:
             sql += " LIMIT %(listed_limit)s"
             bound["listed_limit"] = limit + len(exclude)
-        ids = (int(r[0]) for r in self._conn.execute(sql, bound))
+        ids = [int(r[0]) for r in self._conn.execute(sql, bound).fetchall()]
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
