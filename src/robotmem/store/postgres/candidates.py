@@ -30,14 +30,14 @@ import numpy.typing as npt
 import psycopg
 
 from robotmem.query.bm25 import K1, B
-from robotmem.query.filters import UNCACHED_FIELDS, reads_volatile
+from robotmem.query.filters import UNCACHED_FIELDS, All, Condition, Node, reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import regions, text_index
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
-from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
+from robotmem.store.postgres.vectors import is_short_window, search_episode_vectors, search_vectors
 from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope
 from robotmem.text.tokens import query_tokens, word_set
 
@@ -191,6 +191,16 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
+def _time_bounds(node: Node | None) -> list[Condition]:
+    """The conditions bounding ``observed_at`` that every passing memory meets (parts of an ``All``)."""
+    if isinstance(node, Condition):
+        bounded = node.path == ("observed_at",) and node.operator in ("$gte", "$gt", "$lte", "$lt")
+        return [node] if bounded else []
+    if isinstance(node, All):
+        return [bound for part in node.parts for bound in _time_bounds(part)]
+    return []
+
+
 _ORDERS = {
     "id": "m.id",
     "oldest": "m.created_at ASC, m.id ASC",
@@ -312,6 +322,7 @@ class PgCandidates:
         # a held mask is narrowed by the region's memories, read from the spatial index; in SQL the region
         # is a condition like the others, so the server reads only the positions the plan needs.
         self._mask_where, self._mask_params = self.where, dict(self.params)
+        self._window = _time_bounds(scope.filter)
         self._region = scope.region
         if scope.region is not None:
             # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
@@ -320,6 +331,14 @@ class PgCandidates:
             inside, bound = regions.predicate(scope.region, indexed=not windowed)
             self.where += f" AND {inside}"
             self.params.update(bound)
+
+    def _narrow(self) -> bool:
+        """Whether the scope's time window holds few enough memories to search their vectors exactly."""
+        if not self._window:
+            return False
+        builder = PgFilter("w")
+        where = builder.compile(All(tuple(self._window)))
+        return is_short_window(self._conn, self._collection, where, builder.params)
 
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
@@ -375,7 +394,9 @@ class PgCandidates:
         vector = query.vector
         if vector is None:
             return [], []
-        found = search_vectors(self._conn, vector, self.where, self.params, query.depth, hint=self.hint)
+        found = search_vectors(
+            self._conn, vector, self.where, self.params, query.depth, hint=self.hint, exact=self._narrow()
+        )
         if not query.episode_vectors:
             return found, []
         return found, search_episode_vectors(self._conn, vector, self.where, self.params, query.depth)
