@@ -115,7 +115,7 @@ def run_emem(
 
 
 def run_robotmem(
-    paths: tuple[Path, Path, Path], repeat: int, strict: bool, server: str | None
+    paths: tuple[Path, Path, Path], repeat: int, strict: bool, server: str | None, reuse: bool
 ) -> dict[str, Any] | None:
     from benchmarks import patrol_robotmem
 
@@ -123,7 +123,9 @@ def run_robotmem(
     queries = json.loads(paths[1].read_text(encoding="utf-8"))
     vectors = np.load(paths[2])
     try:
-        return patrol_robotmem.run(log, queries, vectors, CACHE / "patrol" / "robotmem-db", repeat, server)
+        return patrol_robotmem.run(
+            log, queries, vectors, CACHE / "patrol" / "robotmem-db", repeat, server, reuse
+        )
     except patrol_robotmem.Unavailable as missing:
         if strict:
             raise
@@ -216,7 +218,12 @@ def main() -> None:
         "--emem-thresholds", default="0.85,0.99", help="entity merge thresholds; 'none': observations only"
     )
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--reuse", action="store_true", help="read eMEM's earlier result when there is one")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read eMEM's earlier result when there is one; ask a --robotmem-server database again that an "
+        "earlier run filled with the same log",
+    )
     parser.add_argument("--robotmem-server", help="postgresql:// address of an empty database (else SQLite)")
     parser.add_argument("--strict", action="store_true", help="fail when robotmem lacks the API")
     args = parser.parse_args()
@@ -233,7 +240,7 @@ def main() -> None:
                 name = "eMEM no entities" if threshold is None else f"eMEM {threshold}"
                 results[name] = run_emem(paths, args.emem_python, threshold, args.repeat, args.reuse)
         if "robotmem" in systems:
-            outcome = run_robotmem(paths, args.repeat, args.strict, args.robotmem_server)
+            outcome = run_robotmem(paths, args.repeat, args.strict, args.robotmem_server, args.reuse)
             if outcome is not None and "not_run" not in outcome:
                 results["robotmem"] = outcome
         summaries = {name: summarize(log, queries, reference["answers"], r) for name, r in results.items()}

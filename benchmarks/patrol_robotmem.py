@@ -22,6 +22,7 @@ gets); a query text missing from it would be embedded by the model during a time
 from __future__ import annotations
 
 import inspect
+import json
 import statistics
 import time
 from datetime import datetime, timezone
@@ -86,14 +87,15 @@ def open_memory(db_dir: Path, vectors: Any, now: float, server: str | None) -> t
     from robotmem.embedders.bundled import BundledEmbedder
 
     db_dir.mkdir(parents=True, exist_ok=True)
-    for old in db_dir.glob("patrol.db*"):
-        old.unlink()
+    if server is None:
+        for old in db_dir.glob("patrol.db*"):
+            old.unlink()
     embedder = CountingEmbedder(BundledEmbedder())
     embedder.load(vectors["passage_texts"], vectors["passage_vectors"])
     embedder.load(vectors["query_texts"], vectors["query_vectors"], is_query=True)
     clock_now = datetime.fromtimestamp(now, tz=timezone.utc)
     memory = RobotMemory(
-        db_dir / "patrol.db",
+        server or db_dir / "patrol.db",
         collection=COLLECTION,
         settings=Settings(),
         embedder=embedder,
@@ -189,6 +191,14 @@ class Asker:
         }
 
 
+def stored_rows(memory: Any, rows_file: Path) -> dict[int, int] | None:
+    """The memory id -> record index map of an earlier ingest, when the database still holds exactly it."""
+    if not rows_file.exists():
+        return None
+    rows = {int(k): v for k, v in json.loads(rows_file.read_text(encoding="utf-8")).items()}
+    return rows if memory.stats(COLLECTION)["memories"]["total"] == len(rows) else None
+
+
 def store_size(db_dir: Path) -> int:
     return sum(p.stat().st_size for p in db_dir.glob("patrol.db*"))
 
@@ -200,18 +210,26 @@ def run(
     db_dir: Path,
     repeat: int,
     server: str | None = None,
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """Build the store, ask every query (once untimed, then ``repeat`` times timed); raise ``Unavailable``.
 
-    ``server`` is a ``postgresql://`` address of an empty database to use instead of a SQLite file.
+    ``server`` is a ``postgresql://`` address of an empty database to use instead of a SQLite file; with
+    ``reuse``, a database this function filled before with the same log is asked again without storing.
     """
     missing = missing_api()
     if missing:
         raise Unavailable("robotmem lacks " + ", ".join(missing))
     started = time.perf_counter()
     memory, embedder = open_memory(db_dir, vectors, log.end, server)
-    rows = ingest(memory, log)
-    build_s = time.perf_counter() - started
+    rows_file = db_dir / f"server-rows-{len(log)}.json"
+    rows = stored_rows(memory, rows_file) if server and reuse else None
+    build_s: float | None = None
+    if rows is None:
+        rows = ingest(memory, log)
+        build_s = time.perf_counter() - started
+        if server:
+            rows_file.write_text(json.dumps(rows), encoding="utf-8")
     asker = Asker(memory, rows)
     answers, ms = {}, {}
     timed_misses = 0
@@ -231,7 +249,7 @@ def run(
     return {
         "system": "robotmem",
         "records": len(log),
-        "build_s": build_s,
+        **({} if build_s is None else {"build_s": build_s}),
         "size_bytes": None if server else store_size(db_dir),
         "engine": "postgresql" if server else "sqlite",
         "answers": answers,

@@ -1,16 +1,21 @@
 """The PostgreSQL spatial index (``store/postgres/regions.py``): built by its migration from the stored
-contexts, kept by its trigger, and asked through the GiST index."""
+contexts, kept by its trigger, asked through the GiST index, and stated in SQL with the same exact test."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
+from robotmem.query.filters import parse_filter
+from robotmem.query.regions import parse_region
 from robotmem.store.postgres import regions, schema
+from robotmem.store.postgres.candidates import PgCandidates
+from robotmem.store.protocol import RecallScope
 
 
 def _positions(dsn: str) -> list[tuple[Any, ...]]:
@@ -56,5 +61,126 @@ def test_a_store_of_the_previous_version_gains_the_index(postgres_server: Any, t
                 )
             )
         assert "idx_memory_positions_box" in plan  # the region's box is an index condition
+    finally:
+        postgres_server.drop(dsn)
+
+
+def _scattered(mem: RobotMemory) -> list[tuple[int, str, list[float]]]:
+    """Positions around the origin in two frames, 2-D and 3-D, some exactly on the regions' edges below."""
+    rng = np.random.default_rng(5)
+    points: list[tuple[str, list[float]]] = [
+        ("map", [1.0, 0.0, 0.0]),  # on the unit sphere
+        ("map", [0.0, 1.0]),  # on the unit circle
+        ("map", [1.0, 1.0, 1.0]),  # a corner of the unit box
+        ("map", [0.5, 0.5]),  # 2-D: outside every 3-D region
+        ("yard", [0.1, 0.1, 0.1]),  # another frame
+    ]
+    for _ in range(150):
+        dims = int(rng.integers(2, 4))
+        frame = "map" if rng.random() < 0.8 else "yard"
+        points.append((frame, [round(float(v), 3) for v in rng.uniform(-2, 2, dims)]))
+    stored = mem.save_perceptions(
+        [
+            {
+                "description": f"sighting {k} of the pallet",
+                "perception_type": "visual",
+                "context": {"spatial": {"position": p, "frame": f}},
+            }
+            for k, (f, p) in enumerate(points)
+        ]
+    )
+    return [(int(s["memory_id"]), f, p) for s, (f, p) in zip(stored, points, strict=True)]
+
+
+REGIONS: list[dict[str, Any]] = [
+    {"center": [0, 0, 0], "radius": 1},
+    {"center": [0, 0], "radius": 1},
+    {"center": [0.1, 0.1, 0.1], "radius": 0.5, "frame": "yard"},
+    {"min": [0, 0, 0], "max": [1, 1, 1]},
+    {"min": [-1, -0.5], "max": [0.5, 2]},
+    {"center": [5, 5, 5], "radius": 0.1},
+]
+
+
+def test_the_sql_region_test_agrees_with_the_exact_one(postgres_server: Any, tmp_path: Path) -> None:
+    """``regions.predicate`` (with the GiST box or without) passes exactly the memories ``Region.contains``
+    and ``within`` keep, edges included."""
+    dsn = postgres_server.create()
+    try:
+        with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
+            stored = _scattered(mem)
+        with psycopg.connect(dsn) as conn:
+            for raw in REGIONS:
+                region = parse_region({"field": "spatial.position", **raw})
+                assert region is not None
+                expected = set()
+                for memory_id, frame, position in stored:
+                    row = np.full((1, 3), np.nan)
+                    row[0, : len(position)] = position
+                    if frame == region.frame and region.contains(row)[0]:
+                        expected.add(memory_id)
+                assert {int(m) for m in regions.within(conn, region)} == expected, raw
+                for indexed in (True, False):
+                    sql, params = regions.predicate(region, indexed=indexed)
+                    found = {
+                        int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)
+                    }
+                    assert found == expected, (raw, indexed)
+                assert raw.get("radius") != 1 or expected  # the edge points are in the unit regions
+    finally:
+        postgres_server.drop(dsn)
+
+
+class _Recording:
+    """A connection that keeps the text of every statement it runs."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        self.statements.append(sql)
+        return self.conn.execute(sql, params)
+
+
+def test_a_region_reaches_the_server_as_a_condition(postgres_server: Any, tmp_path: Path) -> None:
+    """A recall's region is SQL in the scope's predicate (no list of ids read first): offered to the GiST
+    index alone, probed by memory id within a time window; a full listing of an object's sightings finds
+    them through the context's index, and a limited one walks its order only when some memory holds the
+    value."""
+    dsn = postgres_server.create()
+    try:
+        with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
+            stored = _scattered(mem)
+        region = parse_region({"field": "spatial.position", "center": [0, 0, 0], "radius": 1})
+        window = parse_filter({"observed_at": {"$gte": "2000-01-01T00:00:00+00:00"}})
+        with psycopg.connect(dsn) as conn:
+            recording = _Recording(conn)
+            alone = PgCandidates(recording, RecallScope("default", 0.0, region=region))  # type: ignore[arg-type]
+            windowed = PgCandidates(recording, RecallScope("default", 0.0, filter=window, region=region))  # type: ignore[arg-type]
+            assert recording.statements == []  # nothing read before a channel asks
+            assert "p.box &&" in alone.where and "p.box &&" not in windowed.where
+            assert alone.listed(None, order="id") == windowed.listed(None, order="id")
+            inside = alone.listed(None, order="id")
+            assert inside == sorted(
+                m for m, f, p in stored if f == "map" and len(p) == 3 and sum(v * v for v in p) <= 1
+            )
+
+            sighting = parse_filter({"spatial.frame": "yard"})
+            yard = PgCandidates(recording, RecallScope("default", 0.0, filter=sighting))  # type: ignore[arg-type]
+            recording.statements.clear()
+            assert yard.listed(None, order="id") == sorted(m for m, f, _ in stored if f == "yard")
+            assert "@>" in recording.statements[-1]  # the context index's containment test rides along
+            recording.statements.clear()
+            assert yard.listed(1, order="recent") == [max(m for m, f, _ in stored if f == "yard")]
+            # With a limit the time order's index walks, once the index says some memory holds the value.
+            assert "AND m.context @>" not in recording.statements[-1]
+            assert "EXISTS (SELECT 1 FROM memories m WHERE" in recording.statements[-1]
+            nowhere = parse_filter({"spatial.frame": "nowhere"})
+            unknown = PgCandidates(recording, RecallScope("default", 0.0, filter=nowhere))  # type: ignore[arg-type]
+            assert unknown.listed(1, order="recent") == [] and unknown.listed(None, order="id") == []
+            anywhere = parse_filter({"$or": [{"spatial.frame": "nowhere"}, {"spatial.frame": "yard"}]})
+            either = PgCandidates(recording, RecallScope("default", 0.0, filter=anywhere))  # type: ignore[arg-type]
+            assert either.listed(2, order="id") == sorted(m for m, f, _ in stored if f == "yard")[:2]
     finally:
         postgres_server.drop(dsn)

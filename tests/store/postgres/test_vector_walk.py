@@ -70,3 +70,43 @@ def test_the_walk_finds_what_the_exact_search_finds(
     assert [m for m, _ in walked] == [m for m, _ in exact]
     for (_, got), (_, want) in zip(walked, exact, strict=True):
         assert got == pytest.approx(want, abs=1e-6)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_a_short_time_window_is_searched_exactly_without_the_walk(
+    store: RobotMemory, narrow: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall confined to a time window the planner puts under ``WINDOW_EXACT_BELOW`` rows is searched
+    exactly at once (the walk would pass every memory outside the window first); a wider one walks."""
+    embedder = store.engine.embedder
+    query = VectorQuery(
+        embedder.embed_one("pushed the red block", is_query=True), embedder.model_id, embedder.dim
+    )
+    window = parse_filter({"observed_at": {"$gte": "2000-01-01T00:00:00+00:00"}, "lot": 0})
+    monkeypatch.setattr(pg_vectors, "is_small", lambda conn: False)  # a large store: the walk is the default
+    monkeypatch.setattr(pg_vectors, "WINDOW_EXACT_BELOW", 10**9 if narrow else 0)
+
+    def run(tx: Any) -> tuple[list[tuple[int, float]], list[str], list[tuple[int, float]]]:
+        statements: list[str] = []
+
+        class Recording:
+            def __init__(self, conn: Any) -> None:
+                self.conn = conn
+
+            def execute(self, sql: str, params: Any = None) -> Any:
+                statements.append(sql)
+                return self.conn.execute(sql, params)
+
+            def pipeline(self) -> Any:
+                return self.conn.pipeline()
+
+        scope = RecallScope(collection="default", min_confidence=0.0, filter=window)
+        found = PgCandidates(Recording(tx.conn), scope).ranked(ChannelQuery(vector=query, depth=10)).vectors  # type: ignore[arg-type]
+        plain = RecallScope(collection="default", min_confidence=0.0, filter=parse_filter({"lot": 0}))
+        every = PgCandidates(tx.conn, plain).ranked(ChannelQuery(vector=query, depth=10)).vectors
+        return found, statements, every
+
+    found, statements, every = store.engine.read(run)
+    walked = any("hnsw.iterative_scan" in str(s) or "set_config" in str(s) for s in statements)
+    assert walked is not narrow
+    assert [m for m, _ in found] == [m for m, _ in every]  # every memory is inside this window

@@ -30,14 +30,14 @@ import numpy.typing as npt
 import psycopg
 
 from robotmem.query.bm25 import K1, B
-from robotmem.query.filters import UNCACHED_FIELDS, reads_volatile
+from robotmem.query.filters import UNCACHED_FIELDS, All, Condition, Node, reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import regions, text_index
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
-from robotmem.store.postgres.vectors import search_episode_vectors, search_vectors
+from robotmem.store.postgres.vectors import is_short_window, search_episode_vectors, search_vectors
 from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope
 from robotmem.text.tokens import query_tokens, word_set
 
@@ -191,6 +191,16 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
+def _time_bounds(node: Node | None) -> list[Condition]:
+    """The conditions bounding ``observed_at`` that every passing memory meets (parts of an ``All``)."""
+    if isinstance(node, Condition):
+        bounded = node.path == ("observed_at",) and node.operator in ("$gte", "$gt", "$lte", "$lt")
+        return [node] if bounded else []
+    if isinstance(node, All):
+        return [bound for part in node.parts for bound in _time_bounds(part)]
+    return []
+
+
 _ORDERS = {
     "id": "m.id",
     "oldest": "m.created_at ASC, m.id ASC",
@@ -308,21 +318,36 @@ class PgCandidates:
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
-        # The process's masks are kept per predicate without the region (a region is new at every call);
-        # the region's memories, from the spatial index, narrow the mask and the SQL alike.
+        # The process's masks are kept per predicate without the region (a region is new at every call):
+        # a held mask is narrowed by the region's memories, read from the spatial index; in SQL the region
+        # is a condition like the others, so the server reads only the positions the plan needs.
         self._mask_where, self._mask_params = self.where, dict(self.params)
-        self._region = regions.within(conn, scope.region) if scope.region is not None else None
-        if self._region is not None:
-            self.where += " AND m.id = ANY(%(p_region)s)"
-            self.params["p_region"] = self._region.tolist()
+        self._window = _time_bounds(scope.filter)
+        self._region = scope.region
+        if scope.region is not None:
+            # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
+            # tell (``regions.predicate``): with one, the region is checked on the window's memories.
+            windowed = reads_volatile(scope.filter, UNCACHED_FIELDS)
+            inside, bound = regions.predicate(scope.region, indexed=not windowed)
+            self.where += f" AND {inside}"
+            self.params.update(bound)
+
+    def _narrow(self) -> bool:
+        """Whether the scope's time window holds few enough memories to search their vectors exactly."""
+        if not self._window:
+            return False
+        builder = PgFilter("w")
+        where = builder.compile(All(tuple(self._window)))
+        return is_short_window(self._conn, self._collection, where, builder.params)
 
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
         if self._masks is not None:
             allowed = self._masks.allowed(self._conn, self._mask_where, self._mask_params)
             if allowed is not None and self._region is not None:
+                ids = regions.within(self._conn, self._region)
                 inside = np.zeros(len(allowed), dtype=np.bool_)
-                inside[self._region[self._region < len(inside)]] = True
+                inside[ids[ids < len(inside)]] = True
                 allowed = allowed & inside
             self._allowed = allowed
             self._masks = None
@@ -369,7 +394,9 @@ class PgCandidates:
         vector = query.vector
         if vector is None:
             return [], []
-        found = search_vectors(self._conn, vector, self.where, self.params, query.depth, hint=self.hint)
+        found = search_vectors(
+            self._conn, vector, self.where, self.params, query.depth, hint=self.hint, exact=self._narrow()
+        )
         if not query.episode_vectors:
             return found, []
         return found, search_episode_vectors(self._conn, vector, self.where, self.params, query.depth)
@@ -567,12 +594,24 @@ class PgCandidates:
         return {m: d for m, d in found.items() if d <= nth}
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
-        sql = f"SELECT m.id FROM memories m WHERE {self.where} ORDER BY {_ORDERS[order]}"
+        # A full listing reads every passing memory: the filter's index hint lets the server find those
+        # of a selective equality (an object's sightings) through the context's GIN index instead of
+        # testing every memory of the collection. With a limit, the order's own index walk stops early;
+        # the hint then only asks once whether any memory holds the value at all (an uncorrelated
+        # EXISTS, decided before the walk), so a value nothing holds does not walk the whole index.
+        where = self.where
+        if self.hint:
+            where += (
+                f" AND {self.hint}"
+                if limit is None
+                else f" AND EXISTS (SELECT 1 FROM memories m WHERE {self.hint})"
+            )
+        sql = f"SELECT m.id FROM memories m WHERE {where} ORDER BY {_ORDERS[order]}"
         bound = dict(self.params)
         if limit is not None:
             sql += " LIMIT %(listed_limit)s"
             bound["listed_limit"] = limit + len(exclude)
-        ids = (int(r[0]) for r in self._conn.execute(sql, bound))
+        ids = [int(r[0]) for r in self._conn.execute(sql, bound).fetchall()]
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:

@@ -6,6 +6,12 @@ first coordinate is a hash of the frame and whose next three are x, y, z (a 2-D 
 The GiST index proposes the rows whose cube meets the region's bounding box; ``within`` keeps those of the
 frame that the region truly holds (``Region.contains``, float64) — the same rule as SQLite's R*Tree. A row
 trigger on ``memories`` keeps it (a schema migration adds it, with the contrib extension ``cube``).
+
+``predicate`` states the same test in SQL over ``memories m``, so a recall's other conditions and its order
+decide how the server finds the region's memories: walking a time window and probing each memory's
+position, or the GiST index first. ``within`` reads every position of the region into this process, which
+costs what the region holds (a room of a million sightings: a hundred thousand rows), so only a scope mask
+held in the process asks for it.
 """
 
 from __future__ import annotations
@@ -106,6 +112,51 @@ def rebuild(conn: psycopg.Connection[Any]) -> int:
     conn.execute("SELECT count(rm_index_position_of(id, context)) FROM memories WHERE status = 'active'")
     row = conn.execute("SELECT count(*) FROM memory_positions").fetchone()
     return int(row[0]) if row else 0
+
+
+def predicate(region: Region, *, indexed: bool = True, prefix: str = "rg") -> tuple[str, dict[str, Any]]:
+    """SQL over ``memories m`` true for the memories whose indexed position lies in ``region``, exactly as
+    ``Region.contains`` decides (float64: the same differences, squares and sums in the same order), and its
+    parameters (named with ``prefix``).
+
+    ``indexed`` offers the server the GiST index (``&&`` on the box). The planner cannot estimate how many
+    positions a box meets (``cube`` gives every overlap the same small share), so it then starts from the
+    index even when the region is a room holding a tenth of the store; without it, the position is only
+    probed (by memory id) for the memories the rest of the plan reads: the better plan when another
+    condition, a time window, narrows more."""
+    low, high = region.bounds
+    z = (low[2], high[2]) if region.dims == 3 else (-_ANY_Z, _ANY_Z)
+    names = ("x", "y", "z")[: region.dims]
+    params: dict[str, Any] = {
+        f"{prefix}_f": region.frame,
+        **{f"{prefix}_lo{k}": v for k, v in enumerate((low[0], low[1], z[0]))},
+        **{f"{prefix}_hi{k}": v for k, v in enumerate((high[0], high[1], z[1]))},
+    }
+    if region.radius is not None:
+        squares = " + ".join(
+            f"(p.{c} - %({prefix}_c{k})s) * (p.{c} - %({prefix}_c{k})s)" for k, c in enumerate(names)
+        )
+        exact = f"({squares}) <= %({prefix}_r2)s"
+        params.update({f"{prefix}_c{k}": float(v) for k, v in enumerate(region.center)})
+        params[f"{prefix}_r2"] = region.radius * region.radius
+    else:
+        exact = " AND ".join(
+            f"p.{c} >= %({prefix}_lo{k})s AND p.{c} <= %({prefix}_hi{k})s" for k, c in enumerate(names)
+        )
+    if region.dims == 3:
+        exact += " AND p.z IS NOT NULL"
+    box = (
+        f"p.box && cube(ARRAY[hashtext(%({prefix}_f)s)::float8, %({prefix}_lo0)s, %({prefix}_lo1)s, "
+        f"%({prefix}_lo2)s], ARRAY[hashtext(%({prefix}_f)s)::float8, %({prefix}_hi0)s, %({prefix}_hi1)s, "
+        f"%({prefix}_hi2)s]) AND "
+        if indexed
+        else ""
+    )
+    sql = (
+        f"EXISTS (SELECT 1 FROM memory_positions p WHERE p.memory_id = m.id AND {box}"
+        f"p.frame = %({prefix}_f)s AND {exact})"
+    )
+    return sql, params
 
 
 def within(conn: psycopg.Connection[Any], region: Region) -> npt.NDArray[np.int64]:

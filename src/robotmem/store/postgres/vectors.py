@@ -9,11 +9,14 @@ vectors and rebuilds it. Which search runs is the store's choice (``search_vecto
 - a large one asks the HNSW index with iterative scans (pgvector 0.8), which keeps walking the graph
   until enough rows pass the scope's filter; when the walk stops short of ``depth`` (a selective
   filter), the search is repeated exactly over the rows the filter passes. So a recall returns ``n``
-  memories whenever ``n`` pass its filters, whichever way the index was walked.
+  memories whenever ``n`` pass its filters, whichever way the index was walked;
+- a recall confined to a short time window (``is_short_window``: below ``WINDOW_EXACT_BELOW`` rows) is searched
+  exactly at once: the walk would pass every memory outside the window before it found ``depth``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +30,9 @@ from robotmem.store.shared.rows import MODEL_KEYS, model_meta, recorded_model
 
 # Below this many rows (the planner's estimate) vector search is exact.
 EXACT_BELOW = 20_000
+# A recall confined to a time window holding fewer rows than this (the planner's estimate) is searched
+# exactly: reading the window is cheaper than walking the index past every memory outside it.
+WINDOW_EXACT_BELOW = 50_000
 INDEX_NAME = "memories_embedding_hnsw"
 
 
@@ -70,6 +76,17 @@ def record_model(conn: psycopg.Connection, model_id: str, dim: int) -> None:
         )
 
 
+def is_short_window(conn: psycopg.Connection, collection: str, where: str, params: dict[str, Any]) -> bool:
+    """True when the planner puts fewer than ``WINDOW_EXACT_BELOW`` memories of ``collection`` in ``where``
+    (a time window's conditions alone): their vectors are then searched exactly."""
+    row = conn.execute(
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE m.collection = %(w_collection)s AND {where}",
+        {**params, "w_collection": collection},
+    ).fetchone()
+    rows = float(row[0][0]["Plan"]["Plan Rows"]) if row else math.inf
+    return rows < WINDOW_EXACT_BELOW
+
+
 def is_small(conn: psycopg.Connection) -> bool:
     """True when the planner estimates fewer than ``EXACT_BELOW`` memories (exact search is cheap)."""
     row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass").fetchone()
@@ -96,12 +113,14 @@ def search_vectors(
     depth: int,
     min_similarity: float | None = None,
     hint: str | None = None,
+    exact: bool = False,
 ) -> list[tuple[int, float]]:
     """Return up to ``depth`` ``(id, cosine)`` of rows passing ``where`` with a vector of the query's model,
     most similar first (ties by id), at or above ``min_similarity`` when given.
 
     ``hint`` (an index-answerable condition every passing row meets) lets the exact search of a
-    selective filter read only the rows the index names.
+    selective filter read only the rows the index names; ``exact`` searches exactly without walking the
+    index first (the caller knows few rows can pass).
     """
     if depth <= 0:
         return []
@@ -112,7 +131,7 @@ def search_vectors(
         "FROM memories m WHERE m.embedding IS NOT NULL AND m.embedding_model = %(v_model)s "
         f"AND vector_dims(m.embedding) = {dim} AND {scope} "
     )
-    if not is_small(conn):
+    if not exact and not is_small(conn):
         # Walk the HNSW index (its expression, and no other way to order rows); iterative scans go
         # on until depth rows pass the filter or hnsw.max_scan_tuples is reached.
         walk = dict.fromkeys(_WALK_INDEX, "off")
