@@ -12,7 +12,6 @@ A position is a list of 2 or 3 numbers; a frame, when named, a text.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -114,29 +113,18 @@ def rebuild(conn: sqlite3.Connection) -> int:
 
 def within(conn: sqlite3.Connection, region: Region) -> npt.NDArray[np.int64]:
     """The ids (ascending) of the active memories whose position lies in ``region``, exactly."""
-    code = _frame_code(conn, region)
-    if code is None:
+    found = conn.execute("SELECT code FROM memory_frames WHERE frame = ?", (region.frame,)).fetchone()
+    if found is None:
         return np.zeros(0, dtype=np.int64)
-    low, high = region.bounds
+    (low, high), code = region.bounds, int(found[0])
     z = (low[2], high[2]) if region.dims == 3 else (-_ANY_Z, _ANY_Z)
     rows = conn.execute(
-        "SELECT id, f_lo, x, y, z FROM memory_positions WHERE f_lo <= :c AND f_hi >= :c "
+        "SELECT id, x, y, z FROM memory_positions WHERE f_lo <= :c AND f_hi >= :c "
         "AND x_hi >= :x0 AND x_lo <= :x1 AND y_hi >= :y0 AND y_lo <= :y1 AND z_hi >= :z0 AND z_lo <= :z1",
         {"c": code, "x0": low[0], "x1": high[0], "y0": low[1], "y1": high[1], "z0": z[0], "z1": z[1]},
     ).fetchall()
-    return _held(rows, region, code)
-
-
-def _frame_code(conn: sqlite3.Connection, region: Region) -> int | None:
-    found = conn.execute("SELECT code FROM memory_frames WHERE frame = ?", (region.frame,)).fetchone()
-    return None if found is None else int(found[0])
-
-
-def _held(rows: list[Any], region: Region, code: int) -> npt.NDArray[np.int64]:
-    """The ids of ``rows`` (id, frame code, x, y, z) in the region's frame whose point it holds."""
-    rows = [r for r in rows if r[1] == code]
     if not rows:
         return np.zeros(0, dtype=np.int64)
-    table = np.array([(r[2], r[3], np.nan if r[4] is None else r[4]) for r in rows], dtype=np.float64)
+    table = np.array([(r[1], r[2], np.nan if r[3] is None else r[3]) for r in rows], dtype=np.float64)
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     return np.sort(ids[region.contains(table)])
