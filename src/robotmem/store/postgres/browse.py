@@ -14,30 +14,17 @@ from typing import Any
 
 import psycopg
 
-from robotmem.query.regions import DEFAULT_FRAME
 from robotmem.records import MapPoint, MapSighting, Memory, ParamValue, ViewScope
-from robotmem.store.postgres.memories import Memories
+from robotmem.store.postgres.memories import FRAME, Memories, object_text
 from robotmem.store.shared.browse import VIEW_TIME_COLUMNS, SharedBrowse, scope_predicate, success_of
 from robotmem.store.shared.checks import PYFORMAT
 
 _SUCCESS = "(m.context -> 'task' -> 'success')"
-# A memory's frame (``query.regions``): its ``spatial.frame`` text, the default when it names none, else NULL.
-_FRAME = (
-    f"(CASE WHEN jsonb_typeof(m.context -> 'spatial' -> 'frame') IS NULL THEN '{DEFAULT_FRAME}' "
-    "WHEN jsonb_typeof(m.context -> 'spatial' -> 'frame') = 'string' THEN m.context -> 'spatial' ->> 'frame' "
-    'END COLLATE "C")'
-)
 # A memory that names an object at a position: an object sighting.
 _SIGHTING = (
     "(jsonb_typeof(m.context -> 'object') = 'object' "
     "AND jsonb_typeof(m.context -> 'spatial' -> 'position') = 'array')"
 )
-
-
-def _object_text(key: str) -> str:
-    """SQL over ``memories m``: the string at ``object.<key>`` of its context, else NULL."""
-    node = f"m.context -> 'object' -> '{key}'"
-    return f"CASE WHEN jsonb_typeof({node}) = 'string' THEN m.context -> 'object' ->> '{key}' END"
 
 
 def _text_at(*path: str) -> str:
@@ -115,7 +102,7 @@ class Browse(SharedBrowse):
     def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
         where, params = scope_predicate(scope, self._mark)
         rows = self._conn.execute(
-            f"SELECT frame, COUNT(*) AS n FROM (SELECT {_FRAME} AS frame FROM memories m WHERE {where} "
+            f"SELECT frame, COUNT(*) AS n FROM (SELECT {FRAME} AS frame FROM memories m WHERE {where} "
             f"AND (jsonb_typeof(m.context -> 'spatial' -> %(key)s::text) = 'array' OR {_SIGHTING})) x "
             "WHERE frame IS NOT NULL GROUP BY frame ORDER BY n DESC, frame",
             {**params, "key": key},
@@ -129,7 +116,7 @@ class Browse(SharedBrowse):
         params = {**params, "key": key, "limit": limit, "frame": frame}
         where += " AND jsonb_typeof(m.context -> 'spatial' -> %(key)s::text) = 'array'"
         if frame is not None:
-            where += f" AND {_FRAME} = %(frame)s"
+            where += f" AND {FRAME} = %(frame)s"
         time = VIEW_TIME_COLUMNS[scope.time_field]
         total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
         rows = self._conn.execute(
@@ -149,11 +136,11 @@ class Browse(SharedBrowse):
 
     def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
         where, params = scope_predicate(scope, self._mark)
-        where += f" AND {_SIGHTING} AND {_FRAME} = %(frame)s"
+        where += f" AND {_SIGHTING} AND {FRAME} = %(frame)s"
         params = {**params, "frame": frame, "limit": limit}
         total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
         rows = self._conn.execute(
-            f"SELECT m.id, m.collection, {_object_text('id')}, {_object_text('label')}, "
+            f"SELECT m.id, m.collection, {object_text('id')}, {object_text('label')}, "
             "(m.context_text::json -> 'spatial' -> 'position')::text, m.observed_at FROM memories m "
             f"WHERE {where} ORDER BY m.observed_at DESC, m.id DESC LIMIT %(limit)s",
             params,

@@ -27,18 +27,24 @@ _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = %(p_collect
 _COLUMNS = rows.memory_columns("context_text")
 
 
-def _text_at(*path: str) -> str:
-    node = "m.context -> " + " -> ".join(f"'{key}'" for key in path)
-    return f"CASE WHEN jsonb_typeof({node}) = 'string' THEN {node[: node.rindex('->')]}->> '{path[-1]}' END"
+def object_text(key: str) -> str:
+    """SQL over ``memories m``: the string at ``object.<key>`` of its context, else NULL."""
+    node = f"m.context -> 'object' -> '{key}'"
+    return f"CASE WHEN jsonb_typeof({node}) = 'string' THEN m.context -> 'object' ->> '{key}' END"
 
 
+# A memory's frame (``query.regions``): its ``spatial.frame`` text, the default when it names none, else NULL.
+FRAME = (
+    f"(CASE WHEN jsonb_typeof(m.context -> 'spatial' -> 'frame') IS NULL THEN '{DEFAULT_FRAME}' "
+    "WHEN jsonb_typeof(m.context -> 'spatial' -> 'frame') = 'string' THEN m.context -> 'spatial' ->> 'frame' "
+    'END COLLATE "C")'
+)
 # What a memory says of the object it saw (``rows.row_to_sighting``).
 _SIGHTING_COLUMNS = (
-    f"SELECT m.id, {_text_at('object', 'id')}, {_text_at('object', 'label')}, "
+    f"SELECT m.id, {object_text('id')}, {object_text('label')}, "
     "CASE WHEN jsonb_typeof(m.context -> 'spatial' -> 'position') = 'array' "
-    "THEN (m.context -> 'spatial' -> 'position')::text END, "
-    f"CASE WHEN jsonb_typeof(m.context -> 'spatial' -> 'frame') IS NULL THEN '{DEFAULT_FRAME}' "
-    f"ELSE {_text_at('spatial', 'frame')} END, COALESCE(m.observed_at, m.created_at) FROM memories m"
+    f"THEN (m.context -> 'spatial' -> 'position')::text END, {FRAME}, "
+    "COALESCE(m.observed_at, m.created_at) FROM memories m"
 )
 # The array type ``insert_many`` casts each column's values to (text unless named here), and the
 # expression that makes a column of the unnested row (the column itself unless named here).
@@ -173,7 +179,7 @@ class Memories:
         if not ids:
             return set()
         found = self._conn.execute(
-            f"SELECT DISTINCT {_text_at('object', 'id')}, {_text_at('object', 'label')} FROM memories m "
+            f"SELECT DISTINCT {object_text('id')}, {object_text('label')} FROM memories m "
             "WHERE m.id = ANY(%s)",
             (list(ids),),
         )

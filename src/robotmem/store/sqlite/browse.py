@@ -13,27 +13,16 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from robotmem.query.regions import DEFAULT_FRAME
 from robotmem.records import MapPoint, MapSighting, Memory, ParamValue, ViewScope
 from robotmem.store.shared.browse import VIEW_TIME_COLUMNS, SharedBrowse, scope_predicate, success_of
 from robotmem.store.shared.checks import NAMED
-from robotmem.store.sqlite.memories import Memories
+from robotmem.store.sqlite.memories import FRAME, Memories, text_of
 
 _NUMBER = "('integer', 'real')"
-# A memory's frame (``query.regions``): its ``spatial.frame`` text, the default when it names none, else NULL.
-_FRAME = (
-    f"(CASE WHEN json_type(m.context, '$.spatial.frame') IS NULL THEN '{DEFAULT_FRAME}' "
-    "WHEN json_type(m.context, '$.spatial.frame') = 'text' THEN json_extract(m.context, '$.spatial.frame') END)"
-)
 # A memory that names an object at a position: an object sighting.
 _SIGHTING = (
     "(json_type(m.context, '$.object') = 'object' AND json_type(m.context, '$.spatial.position') = 'array')"
 )
-
-
-def _text_of(path: str) -> str:
-    """SQL over ``memories m``: the text at ``path`` of its context, else NULL."""
-    return f"CASE WHEN json_type(m.context, '{path}') = 'text' THEN json_extract(m.context, '{path}') END"
 
 
 def _text_at(path: str) -> str:
@@ -117,7 +106,7 @@ class Browse(SharedBrowse):
     def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
         where, params = scope_predicate(scope, self._mark)
         rows = self._conn.execute(
-            f"SELECT frame, COUNT(*) AS n FROM (SELECT {_FRAME} AS frame FROM memories m WHERE {where} "
+            f"SELECT frame, COUNT(*) AS n FROM (SELECT {FRAME} AS frame FROM memories m WHERE {where} "
             f"AND (json_type(m.context, :path) = 'array' OR {_SIGHTING})) x "
             "WHERE frame IS NOT NULL GROUP BY frame ORDER BY n DESC, frame",
             {**params, "path": _key_path("spatial", key)},
@@ -131,7 +120,7 @@ class Browse(SharedBrowse):
         params = {**params, "path": _key_path("spatial", key), "limit": limit, "frame": frame}
         where += " AND json_type(m.context, :path) = 'array'"
         if frame is not None:
-            where += f" AND {_FRAME} = :frame"
+            where += f" AND {FRAME} = :frame"
         time = VIEW_TIME_COLUMNS[scope.time_field]
         total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
         rows = self._conn.execute(
@@ -150,11 +139,11 @@ class Browse(SharedBrowse):
 
     def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
         where, params = scope_predicate(scope, self._mark)
-        where += f" AND {_SIGHTING} AND {_FRAME} = :frame"
+        where += f" AND {_SIGHTING} AND {FRAME} = :frame"
         params = {**params, "frame": frame, "limit": limit}
         total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
         rows = self._conn.execute(
-            f"SELECT m.id, m.collection, {_text_of('$.object.id')}, {_text_of('$.object.label')}, "
+            f"SELECT m.id, m.collection, {text_of('$.object.id')}, {text_of('$.object.label')}, "
             "json_extract(m.context, '$.spatial.position'), m.observed_at FROM memories m "
             f"WHERE {where} ORDER BY m.observed_at DESC, m.id DESC LIMIT :limit",
             params,

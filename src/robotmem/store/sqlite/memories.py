@@ -22,26 +22,31 @@ _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collecti
 _COLUMNS = rows.memory_columns()
 
 
-def _text_at(path: str) -> str:
-    return f"CASE WHEN json_type(c.context, '{path}') = 'text' THEN json_extract(c.context, '{path}') END"
+def text_of(path: str) -> str:
+    """SQL over ``memories m``: the text at ``path`` of its context, else NULL."""
+    return f"CASE WHEN json_type(m.context, '{path}') = 'text' THEN json_extract(m.context, '{path}') END"
 
 
+# A memory's frame (``query.regions``): its ``spatial.frame`` text, the default when it names none, else NULL.
+FRAME = (
+    f"(CASE WHEN json_type(m.context, '$.spatial.frame') IS NULL THEN '{DEFAULT_FRAME}' "
+    "WHEN json_type(m.context, '$.spatial.frame') = 'text' THEN json_extract(m.context, '$.spatial.frame') END)"
+)
+# The memories, ``m``, with a context that is valid JSON (a damaged one reads as {}), for the object reads.
+_READABLE = (
+    "(SELECT id, COALESCE(observed_at, created_at) AS observed_at, "
+    "CASE WHEN json_valid(context) THEN context ELSE '{}' END AS context FROM memories) m"
+)
 # The object id and label of the memories of the JSON list :ids.
 _NAMED = (
-    f"SELECT {_text_at('$.object.id')} AS named, {_text_at('$.object.label')} AS label "
-    "FROM json_each(:ids) j JOIN (SELECT id, CASE WHEN json_valid(context) THEN context ELSE '{}' END "
-    "AS context FROM memories) c ON c.id = j.value"
+    f"SELECT {text_of('$.object.id')} AS named, {text_of('$.object.label')} AS label "
+    f"FROM json_each(:ids) j JOIN {_READABLE} ON m.id = j.value"
 )
-# What a memory says of the object it saw (``rows.row_to_sighting``), over ``c``: its row with a context that
-# is valid JSON (a damaged one reads as {}).
+# What a memory says of the object it saw (``rows.row_to_sighting``).
 _SIGHTING_COLUMNS = (
-    f"SELECT c.id, {_text_at('$.object.id')}, {_text_at('$.object.label')}, "
-    "CASE WHEN json_type(c.context, '$.spatial.position') = 'array' "
-    "THEN json_extract(c.context, '$.spatial.position') END, "
-    f"CASE WHEN json_type(c.context, '$.spatial.frame') IS NULL THEN '{DEFAULT_FRAME}' "
-    "WHEN json_type(c.context, '$.spatial.frame') = 'text' THEN json_extract(c.context, '$.spatial.frame') END, "
-    "c.observed_at FROM (SELECT id, COALESCE(observed_at, created_at) AS observed_at, "
-    "CASE WHEN json_valid(context) THEN context ELSE '{}' END AS context FROM memories) c"
+    f"SELECT m.id, {text_of('$.object.id')}, {text_of('$.object.label')}, "
+    "CASE WHEN json_type(m.context, '$.spatial.position') = 'array' "
+    f"THEN json_extract(m.context, '$.spatial.position') END, {FRAME}, m.observed_at FROM {_READABLE}"
 )
 # The kind of each column of ``_COLUMNS``, in order (``columns.MEMORY_COLUMNS``), and the Python types
 # each may have when well formed (JSON columns are text here; ``rows.row_to_memory`` reads the context).
@@ -151,7 +156,7 @@ class Memories:
         found: dict[int, Sighting] = {}
         for chunk in rows.batches(ids, 500):
             marks = ",".join("?" * len(chunk))
-            for row in self._conn.execute(f"{_SIGHTING_COLUMNS} WHERE c.id IN ({marks})", chunk):
+            for row in self._conn.execute(f"{_SIGHTING_COLUMNS} WHERE m.id IN ({marks})", chunk):
                 found[row[0]] = rows.row_to_sighting(row)
         return found
 
