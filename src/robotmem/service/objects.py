@@ -211,30 +211,30 @@ def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[t
 
     def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
         ids = [m for m, _ in tx.candidates(scope).ranked(channel).text]
-        keys: list[tuple[str | None, str | None]] = []
-        # In rank order, a block at a time: the first ``n`` objects named are all that is asked.
-        for start in range(0, len(ids), _LABEL_BLOCK):
-            block = ids[start : start + _LABEL_BLOCK]
-            fetched = tx.memories.sightings(block)
-            named = (fetched[m] for m in block if m in fetched)
-            found = _keys(s for s in named if names(s.label, s.object_id))
-            keys += [key for key in found if key not in keys]
-            if len(keys) >= n:
-                break
-        return keys
+        return _first_keys(tx, ids, n, _LABEL_BLOCK, lambda s: names(s.label, s.object_id))
 
     return engine.read(work)
 
 
 def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
-    ids = tx.candidates(scope).listed(None, order=NEWEST_FIRST)
+    return _first_keys(tx, tx.candidates(scope).listed(None, order=NEWEST_FIRST), n, _BLOCK)
+
+
+def _first_keys(
+    tx: StoreTx,
+    ids: Sequence[int],
+    n: int,
+    block: int,
+    keep: Callable[[Sighting], bool] = lambda _: True,
+) -> list[tuple[str | None, str | None]]:
+    """The objects (``_keys``) the sightings ``ids`` name, in their order, those ``keep`` accepts: read a
+    ``block`` at a time until ``n`` are found."""
     keys: list[tuple[str | None, str | None]] = []
-    for start in range(0, len(ids), _BLOCK):
-        block = ids[start : start + _BLOCK]
-        fetched = tx.memories.sightings(block)
-        for key in _keys(fetched[m] for m in block if m in fetched):
-            if key not in keys:
-                keys.append(key)
+    for start in range(0, len(ids), block):
+        chunk = ids[start : start + block]
+        fetched = tx.memories.sightings(chunk)
+        found = _keys(fetched[m] for m in chunk if m in fetched and keep(fetched[m]))
+        keys += [key for key in found if key not in keys]
         if len(keys) >= n:
             break
     return keys
