@@ -212,10 +212,6 @@ class RelevanceGate:
         self._text: dict[int, float] = {}
         self._matches_any: bool | None = None  # whether any memory in scope reaches the gate by its words
         self._tx = tx
-        self._vector = vector if scale is not None else None
-        # The vector channel's candidates are the scope's most similar memories: when the best of them is
-        # below the gate's cosine, so is every memory in scope. Other memories' cosines are asked by id.
-        self._cosine: dict[int, float] = dict(cosines) if scale is not None else {}
         calibration = (
             calibration_for(vector.model_id, query, len(cosines))
             if vector is not None and anchors is not None
@@ -226,6 +222,12 @@ class RelevanceGate:
             if vector is not None and anchors is not None and calibration is not None
             else None
         )
+        # On a bare scale: the vector channel's candidates are the scope's most similar memories, so when
+        # the best of them is below the gate's cosine, so is every memory in scope; other memories' cosines
+        # are asked by id. A calibrated model's cosines are read by ``CalibratedCosines``.
+        bare = scale is not None and self._calibrated is None
+        self._vector = vector if bare else None
+        self._cosine: dict[int, float] = dict(cosines) if bare else {}
         if self._calibrated is not None:
             level = min_relevance if min_relevance > 0 else DEFAULT_MIN_RELEVANCE
             found = self._calibrated.relevance(m for m, _ in cosines)
@@ -267,9 +269,9 @@ class RelevanceGate:
     def relevance(self, ids: Iterable[int]) -> dict[int, float]:
         """Return id → relevance in 0..1 of ``ids`` (memories the recall's scope allows)."""
         wanted = list(dict.fromkeys(ids))
-        bare = self._vector if self._calibrated is None else None  # calibrated cosines read their own
-        if bare is not None and (unscored := [m for m in wanted if m not in self._cosine]):
-            self._cosine.update(self._tx.vectors.cosines(unscored, bare))
+        vector = self._vector
+        if vector is not None and (unscored := [m for m in wanted if m not in self._cosine]):
+            self._cosine.update(self._tx.vectors.cosines(unscored, vector))
         unknown = [m for m in wanted if m not in self._text]
         if unknown:
             self._text.update(self._word_levels(unknown))
@@ -293,10 +295,11 @@ class RelevanceGate:
         found = dict.fromkeys(ids, 0.0)
         shares = self._source.text_coverage(self._words, ids) if levels else None
         if shares is not None:
+            # Any query word reaches the lowest level (coverage 0); the tolerance is ``score``'s.
+            needed = [(level, self._coverage_at(level) - 1e-12) for level in levels]
             for m, share in shares.items():
-                # Any query word reaches the lowest level (coverage 0); the tolerance is ``score``'s.
-                reached = [lv for lv in levels if share > 0 and share >= self._coverage_at(lv) - 1e-12]
-                found[m] = max(reached, default=0.0)
+                if share > 0:
+                    found[m] = max((level for level, least in needed if share >= least), default=0.0)
             return found
         for level in levels:
             passed = self._source.text_matches(self._words, self._coverage_at(level), ids)

@@ -501,7 +501,8 @@ class RecallMirror:
     def _cached_points(
         self, conn: sqlite3.Connection, path: tuple[str, ...]
     ) -> tuple[npt.NDArray[np.int8], FloatArray]:
-        """The coordinates at context ``path`` (dimensions by id, 0 = none; points by id), read once
+        """The coordinates at context ``path`` (dimensions by id, 0 = none, negative = under ``value``;
+        points by id), read once
         (``coordinates_at`` on each context) and then kept in step like the other columns."""
         cached = self._points.get(path)
         if cached is None:
