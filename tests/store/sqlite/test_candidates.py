@@ -3,6 +3,8 @@ and ``MirrorCandidates`` (the recall mirror's masks and postings), scope by scop
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +20,7 @@ from robotmem.store.sqlite import search
 from robotmem.store.sqlite.candidates import MirrorCandidates, SqlCandidates, predicate
 from robotmem.store.sqlite.connection import open_database
 from robotmem.store.sqlite.mirror import RecallMirror
+from robotmem.store.sqlite.store import SqliteStore
 from robotmem.text.tokens import fts_query, query_tokens
 
 QUERIES = ["grip force for the mug", "slipped on a wet surface", "打滑", "tennis ball grasp", "tries 3"]
@@ -43,6 +46,19 @@ def episodes(filled: RobotMemory) -> Iterator[tuple[RobotMemory, str]]:
     yield filled, first
 
 
+@contextlib.contextmanager
+def _opened(memory: RobotMemory) -> Iterator[tuple[sqlite3.Connection, RecallMirror, SqliteStore]]:
+    """A connection to ``memory``'s file, a fresh recall mirror and the store with its vector index synced."""
+    conn = open_database(memory.path)
+    mirror = RecallMirror()
+    store, _ = vector_index(memory, conn)
+    try:
+        yield conn, mirror, store
+    finally:
+        mirror.close()
+        conn.close()
+
+
 def _scopes(session: str) -> list[RecallScope]:
     scopes = [RecallScope("manipulation", 0.0, filter=parse_filter(raw)) for raw in FILTERS]
     return [
@@ -65,12 +81,9 @@ def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
     episodes: tuple[RobotMemory, str],
 ) -> None:
     memory, session = episodes
-    conn = open_database(memory.path)
-    mirror = RecallMirror()
-    store, _ = vector_index(memory, conn)
     spatial = parse_spatial_sort({"field": "spatial.object_position", "target": [1.0, 0.5, 0.4]})
     matched = 0
-    try:
+    with _opened(memory) as (conn, mirror, store):
         for scope in _scopes(session):
             sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
             mirrored = MirrorCandidates(sql, scope, mirror)
@@ -101,9 +114,6 @@ def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
             assert sql.marks(everything, robot).own == set(everything)
             assert sql.marks(everything, None).own == set()
         assert matched > 0
-    finally:
-        mirror.close()
-        conn.close()
 
 
 def test_the_sql_source_ranks_text_as_fts5_does(filled: RobotMemory) -> None:
@@ -123,10 +133,7 @@ def test_the_sql_source_ranks_text_as_fts5_does(filled: RobotMemory) -> None:
 
 def test_a_scope_admits_exactly_the_rows_its_predicate_admits(episodes: tuple[RobotMemory, str]) -> None:
     memory, session = episodes
-    conn = open_database(memory.path)
-    store, _ = vector_index(memory, conn)
-    mirror = RecallMirror()
-    try:
+    with _opened(memory) as (conn, mirror, store):
         for scope in _scopes(session):
             where, params = predicate(scope)
             rows = sorted(
@@ -136,9 +143,6 @@ def test_a_scope_admits_exactly_the_rows_its_predicate_admits(episodes: tuple[Ro
             mirrored = MirrorCandidates(sql, scope, mirror)
             assert sorted(sql.listed(None, order="oldest")) == rows
             assert mirrored.listed(len(rows) + 1, order="id") == rows
-    finally:
-        mirror.close()
-        conn.close()
 
 
 REGIONS = [
@@ -176,10 +180,7 @@ def _placed(memory: RobotMemory, count: int) -> list[int]:
 
 def test_both_sources_give_the_same_memories_in_a_region(filled: RobotMemory) -> None:
     placed = _placed(filled, 90)
-    conn = open_database(filled.path)
-    mirror = RecallMirror()
-    store, _ = vector_index(filled, conn)
-    try:
+    with _opened(filled) as (conn, mirror, store):
         for raw in REGIONS:
             for narrow in (None, {"created_at": {"$gte": "2000-01-01"}}):
                 region = parse_region({"field": "spatial.position", **raw})
@@ -209,19 +210,13 @@ def test_both_sources_give_the_same_memories_in_a_region(filled: RobotMemory) ->
         after = MirrorCandidates(sql, scope, mirror).listed(None, order="id")
         assert after == sql.listed(None, order="id")
         assert moved not in after and placed[1] in after
-    finally:
-        mirror.close()
-        conn.close()
 
 
 def test_each_memorys_share_of_the_query_agrees_with_the_matches_at_every_coverage(
     episodes: tuple[RobotMemory, str],
 ) -> None:
     memory, session = episodes
-    conn = open_database(memory.path)
-    mirror = RecallMirror()
-    store, _ = vector_index(memory, conn)
-    try:
+    with _opened(memory) as (conn, mirror, store):
         checked = 0
         for scope in _scopes(session)[:4]:
             sql = SqlCandidates(conn, scope, store.vector_index, store.episode_index)
@@ -237,6 +232,3 @@ def test_each_memorys_share_of_the_query_agrees_with_the_matches_at_every_covera
                     assert reached == sql.text_matches(words, coverage, everything), (query, coverage)
                     checked += len(reached)
         assert checked > 0
-    finally:
-        mirror.close()
-        conn.close()
