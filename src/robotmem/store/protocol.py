@@ -68,6 +68,11 @@ class RecallScope:
     filter: Node | None = None
     region: Region | None = None  # only memories whose position lies in it (the engine's spatial index)
 
+    @property
+    def narrowed(self) -> bool:
+        """Whether a filter, a region or a session keeps part of the collection (min_confidence does not)."""
+        return self.filter is not None or self.region is not None or self.session_id is not None
+
 
 @dataclass(frozen=True, slots=True)
 class VectorQuery:

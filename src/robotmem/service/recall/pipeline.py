@@ -278,6 +278,7 @@ def relevance_gate(
         cosines=channels.ranked.vectors,
         query=plan.query,
         anchors=anchors,
+        narrowed=plan.scope.narrowed,
     )
     if channels.searchable:
         gate.heard(channels.coverage, bool(channels.ranked.text))

@@ -137,14 +137,25 @@ SMALL_SCOPE_CALIBRATIONS = {
 }
 
 
-def calibration_for(model_id: str, query: str, scope_size: int) -> Calibration | None:
-    """The calibration of ``model_id`` for ``query``'s script and a scope whose vector channel found
-    ``scope_size`` memories (None: the model has no calibration)."""
-    table = CALIBRATIONS if scope_size >= SMALL_SCOPE else SMALL_SCOPE_CALIBRATIONS
-    scripts = table.get(model_id)
-    if scripts is None:
-        return None
-    return scripts["cjk" if _CJK.search(query) else "latin"]
+def calibrations_for(
+    model_id: str, query: str, scope_size: int, *, narrowed: bool
+) -> tuple[Calibration, ...]:
+    """The calibrations of ``model_id`` a memory's cosine must pass, for ``query``'s script and a scope
+    whose vector channel found ``scope_size`` memories (none: the model has no calibration).
+
+    The scope calibrations were fitted on whole collections. A scope ``narrowed`` by a filter, a region, a
+    time window, robots or a session keeps what the filter chose, not what the query is near: its
+    SCOPE_RANK-th cosine can sit far below the collection's ("mug" in a room and an hour holding two mugs
+    among backpacks and books), so there the cosine must pass the anchors' reading as well (the lower
+    relevance of the two counts).
+    """
+    scripts, small = CALIBRATIONS.get(model_id), SMALL_SCOPE_CALIBRATIONS.get(model_id)
+    if scripts is None or small is None:
+        return ()
+    script = "cjk" if _CJK.search(query) else "latin"
+    if scope_size < SMALL_SCOPE:
+        return (small[script],)
+    return (scripts[script], small[script]) if narrowed else (scripts[script],)
 
 
 # Share of the query's IDF that a memory's words carry. Beside a calibrated model a paraphrase shares only
@@ -202,6 +213,8 @@ class RelevanceGate:
         cosines: Sequence[tuple[int, float]] = (),
         query: str = "",
         anchors: Anchors | None = None,
+        *,
+        narrowed: bool = False,
     ) -> None:
         scale = cosine_scale(vector.model_id, query) if vector is not None else None
         self._source = source
@@ -212,14 +225,14 @@ class RelevanceGate:
         self._text: dict[int, float] = {}
         self._matches_any: bool | None = None  # whether any memory in scope reaches the gate by its words
         self._tx = tx
-        calibration = (
-            calibration_for(vector.model_id, query, len(cosines))
+        calibrations = (
+            calibrations_for(vector.model_id, query, len(cosines), narrowed=narrowed)
             if vector is not None and anchors is not None
-            else None
+            else ()
         )
         self._calibrated = (
-            CalibratedCosines(tx, vector, anchors, calibration, cosines)
-            if vector is not None and anchors is not None and calibration is not None
+            CalibratedCosines(tx, vector, anchors, calibrations, cosines)
+            if vector is not None and anchors is not None and calibrations
             else None
         )
         # On a bare scale: the vector channel's candidates are the scope's most similar memories, so when
@@ -326,24 +339,24 @@ class RelevanceGate:
 
 
 class CalibratedCosines:
-    """The relevance a calibrated model's cosines give the memories of one query (``Calibration``): the
-    query's offset is fixed once, each memory's cosine and hub are read from the vector index when first
-    asked about."""
+    """The relevance a calibrated model's cosines give the memories of one query: the lowest of what each
+    of its ``Calibration``s gives. Each calibration's offset for the query is fixed once; each memory's
+    cosine and hub are read from the vector index when first asked about."""
 
     def __init__(
         self,
         tx: StoreTx,
         vector: VectorQuery,
         anchors: Anchors,
-        calibration: Calibration,
+        calibrations: Sequence[Calibration],
         cosines: Sequence[tuple[int, float]],
     ) -> None:
         kth = cosines[SCOPE_RANK - 1][1] if len(cosines) >= SCOPE_RANK else 0.0
+        anchors_cosine = anchors.of_query(vector.vector)
         self._vectors = tx.vectors
         self._vector = vector
         self._hub_query, self._hub_norm = anchors.hub_query(vector)
-        self._calibration = calibration
-        self._offset = calibration.offset(anchors.of_query(vector.vector), kth)
+        self._readings = [(c, c.offset(anchors_cosine, kth)) for c in calibrations]
         self._cosine = dict(cosines)
         self._hub: dict[int, float] = {}
         self._relevance: dict[int, float] = {}
@@ -358,11 +371,12 @@ class CalibratedCosines:
                 self._cosine.update(self._vectors.cosines(missing, self._vector))
             hubs = self._vectors.cosines([m for m in unknown if m in self._cosine], self._hub_query)
             self._hub.update((m, c * self._hub_norm) for m, c in hubs.items())
-            calibration = self._calibration
             for m in unknown:
                 if m in self._cosine and m in self._hub:
-                    adjusted = self._cosine[m] - calibration.hub * self._hub[m] - self._offset
-                    self._relevance[m] = calibration.scale.relevance(adjusted)
+                    cosine, hub = self._cosine[m], self._hub[m]
+                    self._relevance[m] = min(
+                        c.scale.relevance(cosine - c.hub * hub - offset) for c, offset in self._readings
+                    )
                 else:
                     self._relevance[m] = 0.0
         return {m: self._relevance[m] for m in wanted}
