@@ -106,7 +106,8 @@ def test_both_sources_give_the_same_candidates_for_every_scope_and_query(
             assert mirrored.listed(6, order="id", exclude=skipped) == sql.listed(
                 6, order="id", exclude=skipped
             )
-            assert mirrored.episodes(everything) == sql.episodes(everything)
+            for some in (everything, everything[:1], everything[::7], everything[-3:], []):
+                assert mirrored.episodes(some) == sql.episodes(some)
             named = {"franka-02", "mug", "kitchen", "nothing-named"}
             assert mirrored.named_values(named, 1.0) == sql.named_values(named, 1.0)
             robot = memory.engine.robot_id

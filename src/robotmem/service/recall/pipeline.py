@@ -27,6 +27,7 @@ from robotmem.records import Hit, Memory
 from robotmem.service.engine import Engine
 from robotmem.service.recall import rerank as reranking
 from robotmem.service.recall.anchors import Anchors, anchors_for
+from robotmem.service.recall.asked import AskedOnce
 from robotmem.service.recall.grouping import ContextReader
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.relevance import (
@@ -175,6 +176,7 @@ def run_on(
     anchors: Anchors | None = None,
 ) -> RecallOutcome:
     """``run`` over a given candidate source (tests compare the sources of one store this way)."""
+    source = AskedOnce(source)
     channels = ranked_channels(source, plan, settings, vector)
     reader = ContextReader(tx, plan.scope)
     fused = (

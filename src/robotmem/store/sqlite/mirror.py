@@ -158,6 +158,7 @@ class RecallMirror:
         self._epoch: str | None = None
         self._collections: dict[str, int] = {}
         self._sessions: dict[str, int] = {}
+        self._members: dict[int, set[int]] = {}  # session code → the ids of its memories (any status)
         # Cached condition masks: key → (sql, params, mask by memory id).
         self._conditions: OrderedDict[tuple[Any, ...], tuple[str, dict[str, Any], BoolArray]] = OrderedDict()
         # Cached compared values by context path (numeric and text conditions answered without SQL).
@@ -229,7 +230,9 @@ class RecallMirror:
             if session is None:
                 self._session[memory_id] = -1
             else:
-                self._session[memory_id] = self._sessions.setdefault(session, len(self._sessions))
+                code = self._sessions.setdefault(session, len(self._sessions))
+                self._session[memory_id] = code
+                self._members.setdefault(code, set()).add(memory_id)
             self._real[memory_id] = bool(real)
             self._created[memory_id] = float(created) if created is not None else 0.0
             micros = _stored_micros(observed)
@@ -237,6 +240,7 @@ class RecallMirror:
 
     def _load(self, conn: sqlite3.Connection) -> None:
         self._allocate(0)
+        self._members.clear()
         self._conditions.clear()
         self._values.clear()
         self._points.clear()
@@ -265,6 +269,9 @@ class RecallMirror:
 
     def _apply(self, conn: sqlite3.Connection, changed: Sequence[int]) -> None:
         known = [memory_id for memory_id in changed if memory_id < self.capacity]
+        for memory_id in known:
+            if (code := int(self._session[memory_id])) >= 0:
+                self._members[code].discard(memory_id)
         for name, _, empty in _COLUMNS:  # a memory whose row is gone keeps none of its old values
             getattr(self, name)[known] = empty
         bodies: list[tuple[int, str]] = []
@@ -549,21 +556,19 @@ class RecallMirror:
     def session_members(self, ids: Iterable[int], allowed: BoolArray) -> list[list[int]]:
         """Return the ids ``allowed`` passes of each session holding one of ``ids``, each in
         ``created_at`` order (ties by id), sessions in order of their smallest id (as
-        ``search.session_members``)."""
+        ``search.session_members``): read from each session's own members, not the whole store."""
         with self._lock:
             wanted = [m for m in ids if 0 <= m < self.capacity]
             codes = np.unique(self._session[wanted]) if wanted else np.zeros(0, dtype=np.int32)
-            codes = codes[codes >= 0]
-            if len(codes) == 0:
-                return []
             size = min(self.capacity, len(allowed))
-            wanted_codes = np.zeros(len(self._sessions) + 1, dtype=np.bool_)
-            wanted_codes[codes + 1] = True  # shifted: code -1 (no session) indexes 0
-            members = np.flatnonzero(wanted_codes[self._session[:size] + 1] & allowed[:size])
-            order = np.lexsort((members, self._created[members], self._session[members]))
-            members, sessions = members[order], self._session[members[order]]
-            cuts = np.flatnonzero(np.diff(sessions)) + 1
-            groups = [[int(m) for m in part] for part in np.split(members, cuts)]
+            groups = []
+            for code in codes[codes >= 0].tolist():
+                members = np.fromiter(self._members[code], dtype=np.int64)
+                members = members[members < size]
+                members = members[allowed[members]]
+                if len(members):
+                    members = members[np.lexsort((members, self._created[members]))]
+                    groups.append(members.tolist())
             return sorted(groups, key=min)
 
     def collection_size(self, collection: str) -> int:
