@@ -37,9 +37,15 @@ def _no_constant(_name: str) -> None:
     return None
 
 
+# One decoder for every call: json.loads with hooks would build a new one each time.
+_DECODER = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
+
+
 def loads(text: str | bytes) -> Any:
     """Parse JSON text; ``NaN``, ``Infinity`` and numbers beyond the float range become ``None``."""
-    return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    if isinstance(text, (bytes, bytearray)):
+        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    return _DECODER.decode(text)
 
 
 def finite(value: Any) -> Any:

@@ -86,16 +86,21 @@ def row_to_memory(
         context=read_context(row[12]),
         status=row[13],
         superseded_by=row[14],
-        merged_ids=tuple(json.loads(row[15] or "[]")),
+        merged_ids=_json_list(row[15]),
         last_accessed=row[16],
-        scope_files=tuple(json.loads(row[17] or "[]")),
-        scope_entities=tuple(json.loads(row[18] or "[]")),
+        scope_files=_json_list(row[17]),
+        scope_entities=_json_list(row[18]),
         invalidated_reason=row[19],
         has_embedding=row[20] is not None,
         robot_id=row[21],
         uid=row[22],
         observed_at=row[23] or row[9],
     )
+
+
+def _json_list(text: str | None) -> tuple[Any, ...]:
+    """The items of a JSON array column (most rows hold none: read without parsing)."""
+    return () if not text or text == "[]" else tuple(json.loads(text))
 
 
 def row_to_sighting(row: Sequence[Any]) -> Sighting:
