@@ -1,5 +1,5 @@
 """What a memory says of the object it saw, read without its whole record: ``sightings`` and
-``objects_named`` of the memory table, alike on both engines (the store contract, asked beneath the service)."""
+``objects_of`` and ``objects_named`` of the memory table, alike on both engines (the store contract, asked beneath the service)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ def test_sightings_read_the_object_position_frame_and_time(memory: RobotMemory) 
         ids[3]: Sighting(ids[3], None, None, None, "map", times[3]),
         ids[4]: Sighting(ids[4], None, None, None, "map", times[4]),
     }
+    of = memory.engine.read(lambda tx: tx.memories.objects_of([*ids, ids[0], 99_999]))
+    assert of == {m: (s.object_id, s.label) for m, s in found.items()}
+    assert memory.engine.read(lambda tx: tx.memories.objects_of([])) == {}
     named = memory.engine.read(lambda tx: tx.memories.objects_named([*ids, ids[0], 99_999]))
     assert named == {("mug-3", None), (None, "红色杯子"), (None, "cone")}
     assert memory.engine.read(lambda tx: tx.memories.objects_named([])) == set()

@@ -42,6 +42,8 @@ _NAMED = (
     f"SELECT {text_of('$.object.id')} AS named, {text_of('$.object.label')} AS label "
     f"FROM json_each(:ids) j JOIN {_READABLE} ON m.id = j.value"
 )
+# The object id and label of memories (``objects_of``).
+_OBJECT_COLUMNS = f"SELECT m.id, {text_of('$.object.id')}, {text_of('$.object.label')} FROM {_READABLE}"
 # What a memory says of the object it saw (``rows.row_to_sighting``).
 _SIGHTING_COLUMNS = (
     f"SELECT m.id, {text_of('$.object.id')}, {text_of('$.object.label')}, "
@@ -158,6 +160,16 @@ class Memories:
             marks = ",".join("?" * len(chunk))
             for row in self._conn.execute(f"{_SIGHTING_COLUMNS} WHERE m.id IN ({marks})", chunk):
                 found[row[0]] = rows.row_to_sighting(row)
+        return found
+
+    def objects_of(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str | None]]:
+        found: dict[int, tuple[str | None, str | None]] = {}
+        for chunk in rows.batches(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for memory_id, object_id, label in self._conn.execute(
+                f"{_OBJECT_COLUMNS} WHERE m.id IN ({marks})", chunk
+            ):
+                found[memory_id] = (object_id or None, label or None)
         return found
 
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
