@@ -10,7 +10,9 @@ candidate) and for BM25 over every row sharing a query word. Both grow with the 
 * the pass/fail mask of every filter condition used recently, computed once by the same SQL the
   filter compiles to (so the semantics are SQLite's, not a re-implementation) and then only
   re-evaluated for memories that change;
-* the BM25 postings of the FTS index (``robotmem.query.bm25``), with the terms FTS5 itself produced.
+* the BM25 postings of the FTS index (``robotmem.query.bm25``), with the terms FTS5 itself produced;
+* once an object question asked for them, the object id and label each memory names (``objects_of``),
+  read by the SQL of ``memories.OBJECT_COLUMNS`` and kept in step like the columns.
 
 Every write to ``memories`` or ``memory_tags`` records the memory in ``memory_changes`` (triggers of
 schema version 3), so a sync reads only what changed since the last one — from this process or any
@@ -55,6 +57,7 @@ from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.filters import SqlBuilder, to_sql
+from robotmem.store.sqlite.memories import OBJECT_COLUMNS
 
 BoolArray = npt.NDArray[np.bool_]
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -139,6 +142,45 @@ class _Values:
             self.kind[memory_id] = _NULL
 
 
+class _Names:
+    """The object id and label each memory names (``OBJECT_COLUMNS``), as codes of their texts by id; -1:
+    none (no text there, an empty one, or no memory)."""
+
+    def __init__(self, size: int) -> None:
+        self.object_id: npt.NDArray[np.int32] = np.full(size, -1, dtype=np.int32)
+        self.label: npt.NDArray[np.int32] = np.full(size, -1, dtype=np.int32)
+        self.texts: list[str] = []
+        self._codes: dict[str, int] = {}
+
+    def grow(self, size: int) -> None:
+        extra = np.full(size - len(self.label), -1, dtype=np.int32)
+        self.object_id = np.concatenate([self.object_id, extra])
+        self.label = np.concatenate([self.label, extra])
+
+    def clear(self, ids: Sequence[int]) -> None:
+        known = [m for m in ids if m < len(self.label)]
+        self.object_id[known] = -1
+        self.label[known] = -1
+
+    def read(self, rows: Iterable[tuple[int, Any, Any]]) -> None:
+        for memory_id, object_id, label in rows:
+            if memory_id < len(self.label):
+                self.object_id[memory_id] = self._code(object_id)
+                self.label[memory_id] = self._code(label)
+
+    def _code(self, text: Any) -> int:
+        if not text:
+            return -1
+        code = self._codes.get(text)
+        if code is None:
+            code = self._codes[text] = len(self.texts)
+            self.texts.append(text)
+        return code
+
+    def text(self, code: int) -> str | None:
+        return None if code < 0 else self.texts[code]
+
+
 class RecallMirror:
     """Record columns, cached condition masks and BM25 postings of one database, by memory id."""
 
@@ -164,6 +206,8 @@ class RecallMirror:
         self._values: OrderedDict[tuple[str, ...], _Values] = OrderedDict()
         # Cached coordinates by context path: (dimensions by id, 0 = none, negative = under "value"; points by id).
         self._points: OrderedDict[tuple[str, ...], tuple[npt.NDArray[np.int8], FloatArray]] = OrderedDict()
+        # The objects memories name, read on the first object question (``objects_of``).
+        self._names: _Names | None = None
         self._allocate(0)
 
     # ---- keeping in step ---------------------------------------------------------------------
@@ -195,6 +239,8 @@ class RecallMirror:
         for path, (dims, points) in self._points.items():
             extra = np.full((grown - size, points.shape[1]), np.nan)
             self._points[path] = (pad(dims, 0), np.concatenate([points, extra]))
+        if self._names is not None:
+            self._names.grow(grown)
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Apply every change committed since the last sync (call inside the reading transaction)."""
@@ -240,6 +286,7 @@ class RecallMirror:
         self._conditions.clear()
         self._values.clear()
         self._points.clear()
+        self._names = None
         self._reserve(int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0]))
         self._set_rows(conn.execute(_ROWS))  # streamed: no list of every row
         cursor = conn.execute("SELECT rowid, body FROM memories_fts")
@@ -292,6 +339,10 @@ class RecallMirror:
         for path, (dims, points) in self._points.items():
             dims[[m for m in changed if m < len(dims)]] = 0
             self._points[path] = self._read_points(conn, path, dims, points, changed)
+        if self._names is not None:
+            self._names.clear(changed)
+            for marks, keyed in search.id_chunks(changed):
+                self._names.read(conn.execute(f"{OBJECT_COLUMNS} WHERE m.id IN ({marks})", keyed))
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -591,6 +642,25 @@ class RecallMirror:
                 keep = observed >= nth
                 wanted, observed = wanted[keep], observed[keep]
             return wanted[np.lexsort((-wanted, -observed))][:limit]
+
+    def objects_of(
+        self, conn: sqlite3.Connection, ids: Sequence[int]
+    ) -> dict[int, tuple[str | None, str | None]]:
+        """``MemoryTable.objects_of`` from the mirror: id → ``(object id, label)`` of each memory of ``ids`` it
+        holds (read from ``conn`` on the first call, then kept in step)."""
+        with self._lock:
+            if self._names is None:
+                self._names = _Names(self.capacity)
+                self._names.read(conn.execute(OBJECT_COLUMNS))  # streamed: no list of every row
+            names = self._names
+            wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
+            wanted = wanted[(wanted >= 0) & (wanted < self.capacity)]
+            wanted = wanted[self._collection[wanted] >= 0]  # memories, not ids without a row
+            object_ids, labels = names.object_id[wanted].tolist(), names.label[wanted].tolist()
+            return {
+                memory_id: (names.text(object_id), names.text(label))
+                for memory_id, object_id, label in zip(wanted.tolist(), object_ids, labels, strict=True)
+            }
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""
