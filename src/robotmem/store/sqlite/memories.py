@@ -181,7 +181,8 @@ class Memories:
 
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if self._mirror is not None:
-            return rows.named_objects(self.objects_of(ids).values())
+            self._mirror.sync(self._conn)
+            return self._mirror.objects_named(self._conn, ids)
         found = self._conn.execute(
             f"SELECT DISTINCT named, label FROM ({_NAMED})", {"ids": json.dumps(list(ids))}
         )

@@ -572,7 +572,13 @@ class RecallMirror:
             frame = self._filter(conn, in_frame(region.path, region.frame))
             dims, points = self._cached_points(conn, region.path)
             size = min(len(frame), len(dims), len(among))
-            rows = np.flatnonzero(among[:size] & frame[:size] & ((dims[:size] == 2) | (dims[:size] == 3)))
+            held = among[:size] & frame[:size] & ((dims[:size] == 2) | (dims[:size] == 3))
+            # Only points in the region's bounding box (widened past any rounding) are tested exactly.
+            for axis, (low, high) in enumerate(zip(*region.bounds, strict=True)):
+                margin = 1e-9 * (1.0 + abs(low) + abs(high))
+                coordinate = points[:size, axis]
+                held &= (coordinate >= low - margin) & (coordinate <= high + margin)
+            rows = np.flatnonzero(held)
             table = np.full((len(rows), 3), np.nan)
             width = min(points.shape[1], 3)
             table[:, :width] = points[rows, :width]
@@ -643,23 +649,42 @@ class RecallMirror:
                 wanted, observed = wanted[keep], observed[keep]
             return wanted[np.lexsort((-wanted, -observed))][:limit]
 
+    def _named_by(self, conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[_Names, npt.NDArray[np.int64]]:
+        """The object names (read from ``conn`` on the first call, then kept in step) and the memories of
+        ``ids`` the mirror holds."""
+        if self._names is None:
+            self._names = _Names(self.capacity)
+            self._names.read(conn.execute(OBJECT_COLUMNS))  # streamed: no list of every row
+        wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        wanted = wanted[(wanted >= 0) & (wanted < self.capacity)]
+        return self._names, wanted[self._collection[wanted] >= 0]  # memories, not ids without a row
+
     def objects_of(
         self, conn: sqlite3.Connection, ids: Sequence[int]
     ) -> dict[int, tuple[str | None, str | None]]:
-        """``MemoryTable.objects_of`` from the mirror: id → ``(object id, label)`` of each memory of ``ids`` it
-        holds (read from ``conn`` on the first call, then kept in step)."""
+        """``MemoryTable.objects_of`` from the mirror: id → ``(object id, label)`` of each memory of ``ids``."""
         with self._lock:
-            if self._names is None:
-                self._names = _Names(self.capacity)
-                self._names.read(conn.execute(OBJECT_COLUMNS))  # streamed: no list of every row
-            names = self._names
-            wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
-            wanted = wanted[(wanted >= 0) & (wanted < self.capacity)]
-            wanted = wanted[self._collection[wanted] >= 0]  # memories, not ids without a row
+            names, wanted = self._named_by(conn, ids)
             object_ids, labels = names.object_id[wanted].tolist(), names.label[wanted].tolist()
             return {
                 memory_id: (names.text(object_id), names.text(label))
                 for memory_id, object_id, label in zip(wanted.tolist(), object_ids, labels, strict=True)
+            }
+
+    def objects_named(
+        self, conn: sqlite3.Connection, ids: Sequence[int]
+    ) -> set[tuple[str | None, str | None]]:
+        """``MemoryTable.objects_named`` from the mirror: ``(id, None)``, or ``(None, label)`` without an id,
+        of the memories of ``ids``, each object once (one ``unique`` over the codes of all of them)."""
+        with self._lock:
+            names, wanted = self._named_by(conn, ids)
+            object_ids = names.object_id[wanted].astype(np.int64)
+            labels = np.where(object_ids >= 0, -1, names.label[wanted]).astype(np.int64)
+            pairs = np.unique(((object_ids + 1) << 32) | (labels + 1))
+            return {
+                (names.text((pair >> 32) - 1), names.text((pair & 0xFFFFFFFF) - 1))
+                for pair in pairs.tolist()
+                if pair != 0
             }
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
