@@ -572,13 +572,13 @@ class RecallMirror:
             frame = self._filter(conn, in_frame(region.path, region.frame))
             dims, points = self._cached_points(conn, region.path)
             size = min(len(frame), len(dims), len(among))
-            held = among[:size] & frame[:size] & ((dims[:size] == 2) | (dims[:size] == 3))
-            # Only points in the region's bounding box (widened past any rounding) are tested exactly.
+            rows = np.flatnonzero(among[:size] & frame[:size] & ((dims[:size] == 2) | (dims[:size] == 3)))
+            # Only the points in the region's bounding box (widened past any rounding) are tested exactly:
+            # one axis at a time, each read for the rows the axes before it kept.
             for axis, (low, high) in enumerate(zip(*region.bounds, strict=True)):
                 margin = 1e-9 * (1.0 + abs(low) + abs(high))
-                coordinate = points[:size, axis]
-                held &= (coordinate >= low - margin) & (coordinate <= high + margin)
-            rows = np.flatnonzero(held)
+                coordinate = points[rows, axis]
+                rows = rows[(coordinate >= low - margin) & (coordinate <= high + margin)]
             table = np.full((len(rows), 3), np.nan)
             width = min(points.shape[1], 3)
             table[:, :width] = points[rows, :width]
