@@ -2,7 +2,7 @@
 
     python -m benchmarks.patrol --n 10000 100000 [--systems reference,emem,robotmem]
         [--emem-python /tmp/emem-venv/bin/python] [--emem-thresholds 0.85,0.99] [--repeat 3] [--seed 7]
-        [--reuse] [--strict] [--robotmem-server postgresql://...]
+        [--reuse] [--keep-store] [--strict] [--robotmem-server postgresql://...]
 
 For each size the harness generates the log (``patrol_data``) and the queries (``patrol_queries``), caches
 them with one table of vectors (multilingual-e5-small, the bundled model: passages for every stored text
@@ -115,7 +115,7 @@ def run_emem(
 
 
 def run_robotmem(
-    paths: tuple[Path, Path, Path], repeat: int, strict: bool, server: str | None, reuse: bool
+    paths: tuple[Path, Path, Path], repeat: int, strict: bool, server: str | None, reuse: bool, keep: bool
 ) -> dict[str, Any] | None:
     from benchmarks import patrol_robotmem
 
@@ -124,7 +124,7 @@ def run_robotmem(
     vectors = np.load(paths[2])
     try:
         return patrol_robotmem.run(
-            log, queries, vectors, CACHE / "patrol" / "robotmem-db", repeat, server, reuse
+            log, queries, vectors, CACHE / "patrol" / "robotmem-db", repeat, server, reuse, keep
         )
     except patrol_robotmem.Unavailable as missing:
         if strict:
@@ -224,6 +224,12 @@ def main() -> None:
         help="read eMEM's earlier result when there is one; ask a --robotmem-server database again that an "
         "earlier run filled with the same log",
     )
+    parser.add_argument(
+        "--keep-store",
+        action="store_true",
+        help="SQLite: keep the store of each size and seed and ask it again in the next run with --keep-store "
+        "(built when missing or incomplete); to compare two versions of robotmem on one store",
+    )
     parser.add_argument("--robotmem-server", help="postgresql:// address of an empty database (else SQLite)")
     parser.add_argument("--strict", action="store_true", help="fail when robotmem lacks the API")
     args = parser.parse_args()
@@ -240,7 +246,9 @@ def main() -> None:
                 name = "eMEM no entities" if threshold is None else f"eMEM {threshold}"
                 results[name] = run_emem(paths, args.emem_python, threshold, args.repeat, args.reuse)
         if "robotmem" in systems:
-            outcome = run_robotmem(paths, args.repeat, args.strict, args.robotmem_server, args.reuse)
+            outcome = run_robotmem(
+                paths, args.repeat, args.strict, args.robotmem_server, args.reuse, args.keep_store
+            )
             if outcome is not None and "not_run" not in outcome:
                 results["robotmem"] = outcome
         summaries = {name: summarize(log, queries, reference["answers"], r) for name, r in results.items()}

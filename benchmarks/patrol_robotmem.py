@@ -80,14 +80,17 @@ class CountingEmbedder(PrecomputedEmbedder):
         return super().embed_batch(texts, is_query=is_query)
 
 
-def open_memory(db_dir: Path, vectors: Any, now: float, server: str | None) -> tuple[Any, CountingEmbedder]:
-    """A fresh store: ``db_dir/patrol.db``, or the (empty) PostgreSQL database at ``server``."""
+def open_memory(
+    db_dir: Path, vectors: Any, now: float, server: str | None, fresh: bool = True
+) -> tuple[Any, CountingEmbedder]:
+    """A fresh store: ``db_dir/patrol.db`` (the one there when not ``fresh``), or the (empty) PostgreSQL
+    database at ``server``."""
     from robotmem import RobotMemory
     from robotmem.config import Settings
     from robotmem.embedders.bundled import BundledEmbedder
 
     db_dir.mkdir(parents=True, exist_ok=True)
-    if server is None:
+    if server is None and fresh:
         for old in db_dir.glob("patrol.db*"):
             old.unlink()
     embedder = CountingEmbedder(BundledEmbedder())
@@ -211,24 +214,33 @@ def run(
     repeat: int,
     server: str | None = None,
     reuse: bool = False,
+    keep: bool = False,
 ) -> dict[str, Any]:
     """Build the store, ask every query (once untimed, then ``repeat`` times timed); raise ``Unavailable``.
 
     ``server`` is a ``postgresql://`` address of an empty database to use instead of a SQLite file; with
     ``reuse``, a database this function filled before with the same log is asked again without storing.
+    ``keep`` does that for SQLite: the file of this log (``db_dir/kept-N-SEED``) is kept, and asked again by
+    the next run with ``keep`` (two versions of robotmem, alternated, ask one store).
     """
     missing = missing_api()
     if missing:
         raise Unavailable("robotmem lacks " + ", ".join(missing))
     started = time.perf_counter()
-    memory, embedder = open_memory(db_dir, vectors, log.end, server)
-    rows_file = db_dir / f"server-rows-{len(log)}.json"
-    rows = stored_rows(memory, rows_file) if server and reuse else None
+    kept = keep and server is None
+    if kept:
+        db_dir = db_dir / f"kept-{len(log)}-{log.seed}"
+    memory, embedder = open_memory(db_dir, vectors, log.end, server, fresh=not kept)
+    rows_file = db_dir / (f"server-rows-{len(log)}.json" if server else "rows.json")
+    rows = stored_rows(memory, rows_file) if (server and reuse) or kept else None
     build_s: float | None = None
     if rows is None:
+        if kept:  # what the file holds is not this log: start it again
+            memory.close()
+            memory, embedder = open_memory(db_dir, vectors, log.end, None)
         rows = ingest(memory, log)
         build_s = time.perf_counter() - started
-        if server:
+        if server or kept:
             rows_file.write_text(json.dumps(rows), encoding="utf-8")
     asker = Asker(memory, rows)
     answers, ms = {}, {}

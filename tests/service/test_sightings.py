@@ -1,9 +1,16 @@
 """What a memory says of the object it saw, read without its whole record: ``sightings`` and
-``objects_named`` of the memory table, alike on both engines (the store contract, asked beneath the service)."""
+``objects_of`` and ``objects_named`` of the memory table, alike on both engines (the store contract, asked beneath the service)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from robotmem import RobotMemory
+from robotmem.config import Settings
 from robotmem.records import Sighting
 
 CONTEXTS = [
@@ -34,6 +41,46 @@ def test_sightings_read_the_object_position_frame_and_time(memory: RobotMemory) 
         ids[3]: Sighting(ids[3], None, None, None, "map", times[3]),
         ids[4]: Sighting(ids[4], None, None, None, "map", times[4]),
     }
+    of = memory.engine.read(lambda tx: tx.memories.objects_of([*ids, ids[0], 99_999]))
+    assert of == {m: (s.object_id, s.label) for m, s in found.items()}
+    assert memory.engine.read(lambda tx: tx.memories.objects_of([])) == {}
     named = memory.engine.read(lambda tx: tx.memories.objects_named([*ids, ids[0], 99_999]))
     assert named == {("mug-3", None), (None, "红色杯子"), (None, "cone")}
     assert memory.engine.read(lambda tx: tx.memories.objects_named([])) == set()
+
+
+@pytest.mark.parametrize("mirror", [True, False], ids=["mirror", "sql"])
+def test_the_objects_memories_name_follow_every_write(
+    locate: Callable[[str], Any], tmp_path: Path, mirror: bool
+) -> None:
+    """``objects_of`` answers as the rows do after updates, new memories and another writer's changes (on
+    SQLite a reading transaction asks the recall mirror's copy, a writing one the rows themselves)."""
+    where = locate("names.db")
+    settings = Settings(home=tmp_path / "home", recall_mirror=mirror)
+    with RobotMemory(where, embed_backend="hash", settings=settings) as memory:
+        first = memory.learn("red mug on the shelf", context={"object": {"id": "mug-3", "label": "red mug"}})
+        second = memory.learn("cone by the gate", context={"object": {"label": "cone"}})
+        ids = [first["memory_id"], second["memory_id"]]
+
+        def names() -> dict[int, tuple[str | None, str | None]]:
+            return memory.engine.read(lambda tx: tx.memories.objects_of([*ids, 99_999]))
+
+        assert names() == {ids[0]: ("mug-3", "red mug"), ids[1]: (None, "cone")}
+        memory.update(
+            ids[1], "an orange cone by the gate", context={"object": {"id": "cone-1", "label": "orange cone"}}
+        )
+        third = memory.learn("a note without an object", context={"task": {"name": "patrol"}})
+        ids.append(third["memory_id"])
+        memory.forget(ids[0], "seen wrong")  # a forgotten memory still says what it saw
+        assert names() == {
+            ids[0]: ("mug-3", "red mug"),
+            ids[1]: ("cone-1", "orange cone"),
+            ids[2]: (None, None),
+        }
+        with RobotMemory(where, embed_backend="hash", settings=settings) as other:
+            other.update(ids[2], "a pallet in bay four", context={"object": {"label": "pallet"}})
+        expected = {ids[0]: ("mug-3", "red mug"), ids[1]: ("cone-1", "orange cone"), ids[2]: (None, "pallet")}
+        assert names() == expected
+        assert memory.engine.write(lambda tx: tx.memories.objects_of([*ids, 99_999])) == expected
+        named = memory.engine.read(lambda tx: tx.memories.objects_named(ids))
+        assert named == {("mug-3", None), ("cone-1", None), (None, "pallet")}

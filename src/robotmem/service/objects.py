@@ -174,11 +174,11 @@ def _utc(stored: str) -> str:
     return datetime.fromisoformat(stored).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _keys(sightings: Iterable[Sighting]) -> list[tuple[str | None, str | None]]:
-    """The objects ``sightings`` name, in first-seen order: ``(id, None)``, or ``(None, label)`` without id."""
+def _keys(named: Iterable[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
+    """The objects of ``(object id, label)`` pairs, in first-seen order: ``(id, None)``, or ``(None, label)``
+    without id."""
     keys: dict[tuple[str | None, str | None], None] = {}
-    for sighting in sightings:
-        object_id, label = sighting.object_id, sighting.label
+    for object_id, label in named:
         if object_id is not None:
             keys[(object_id, None)] = None
         elif label is not None:
@@ -211,7 +211,7 @@ def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[t
 
     def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
         ids = [m for m, _ in tx.candidates(scope).ranked(channel).text]
-        return _first_keys(tx, ids, n, _LABEL_BLOCK, lambda s: names(s.label, s.object_id))
+        return _first_keys(tx, ids, n, _LABEL_BLOCK, lambda pair: names(pair[1], pair[0]))
 
     return engine.read(work)
 
@@ -225,14 +225,15 @@ def _first_keys(
     ids: Sequence[int],
     n: int,
     block: int,
-    keep: Callable[[Sighting], bool] = lambda _: True,
+    keep: Callable[[tuple[str | None, str | None]], bool] = lambda _: True,
 ) -> list[tuple[str | None, str | None]]:
-    """The objects (``_keys``) the sightings ``ids`` name, in their order, those ``keep`` accepts: read a
-    ``block`` at a time until ``n`` are found."""
+    """The objects (``_keys``) the sightings ``ids`` name, in their order, those whose ``(object id, label)``
+    ``keep`` accepts: their two names alone are read (``objects_of``), a ``block`` at a time until ``n`` are
+    found."""
     keys: list[tuple[str | None, str | None]] = []
     for start in range(0, len(ids), block):
         chunk = ids[start : start + block]
-        fetched = tx.memories.sightings(chunk)
+        fetched = tx.memories.objects_of(chunk)
         found = _keys(fetched[m] for m in chunk if m in fetched and keep(fetched[m]))
         keys += [key for key in found if key not in keys]
         if len(keys) >= n:

@@ -222,6 +222,11 @@ class MemoryTable(Protocol):
         few context values an object question needs, without reading whole records."""
         ...
 
+    def objects_of(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str | None]]:
+        """Return id → ``(object id, label)`` of each existing memory of ``ids``, as ``sightings`` reads them
+        (a text, else None): the two values that say which object a memory saw, without its position."""
+        ...
+
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         """Return the objects the memories ``ids`` name, as ``sightings`` reads them: ``(id, None)`` for an
         object id, ``(None, label)`` for a label without id."""

@@ -138,3 +138,42 @@ def test_fts_rows_are_written_only_through_the_fts_module() -> None:
     ]
     assert offenders == []
     assert _FTS_WRITE.search(allowed.read_text(encoding="utf-8"))  # the check reads the real writes
+
+
+def test_the_object_names_grow_with_the_ids_and_follow_another_program_s_writes(
+    tmp_path: Path, settings: Settings
+) -> None:
+    """The mirror's object ids and labels (``objects_of``, ``objects_named``), read on first use, are kept in
+    step like its columns: a new id beyond the arrays, a row another program deleted or rewrote."""
+    path = tmp_path / "m.db"
+    with RobotMemory(path, settings=settings, embed_backend="none") as mem:
+        mug = {"object": {"id": "mug-3", "label": "red mug"}}
+        kept = mem.learn("red mug on the shelf", context=mug)["memory_id"]
+        gone = mem.learn("cone by the gate", context={"object": {"label": "cone"}})["memory_id"]
+    conn = open_database(path)
+    recall_mirror = mirror.RecallMirror()
+    try:
+        recall_mirror.sync(conn)
+        assert recall_mirror.objects_of(conn, [kept, gone]) == {
+            kept: ("mug-3", "red mug"),
+            gone: (None, "cone"),
+        }
+        beyond = recall_mirror.capacity + 10
+        with sqlite3.connect(path) as raw:
+            raw.execute("UPDATE sqlite_sequence SET seq = :seq WHERE name = 'memories'", {"seq": beyond - 1})
+        with RobotMemory(path, settings=settings, embed_backend="none") as mem:
+            pallet = {"object": {"label": "pallet"}}
+            assert mem.learn("a pallet in bay four", context=pallet)["memory_id"] == beyond
+        with sqlite3.connect(path) as raw:
+            raw.execute("DELETE FROM memories WHERE id = :id", {"id": gone})
+            raw.execute(
+                "UPDATE memories SET context = :context WHERE id = :id",
+                {"context": '{"object": {"id": "mug-4", "label": ""}}', "id": kept},
+            )
+        recall_mirror.sync(conn)
+        asked = [kept, gone, beyond, beyond + 1]
+        assert recall_mirror.objects_of(conn, asked) == {kept: ("mug-4", None), beyond: (None, "pallet")}
+        assert recall_mirror.objects_named(conn, asked) == {("mug-4", None), (None, "pallet")}
+    finally:
+        recall_mirror.close()
+        conn.close()

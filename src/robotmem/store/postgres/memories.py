@@ -175,6 +175,15 @@ class Memories:
         found = self._conn.execute(f"{_SIGHTING_COLUMNS} WHERE m.id = ANY(%s)", (list(ids),))
         return {int(row[0]): rows.row_to_sighting(row) for row in found}
 
+    def objects_of(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str | None]]:
+        if not ids:
+            return {}
+        found = self._conn.execute(
+            f"SELECT m.id, {object_text('id')}, {object_text('label')} FROM memories m WHERE m.id = ANY(%s)",
+            (list(ids),),
+        )
+        return {int(memory_id): (object_id or None, label or None) for memory_id, object_id, label in found}
+
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if not ids:
             return set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robotmem.formats.validation import is_stored_timestamp
 from robotmem.query.regions import DEFAULT_FRAME
@@ -17,6 +17,9 @@ from robotmem.store.shared import rows
 from robotmem.store.sqlite import columns, search, text_index
 from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.text.tokens import numbers_query
+
+if TYPE_CHECKING:
+    from robotmem.store.sqlite.mirror import RecallMirror
 
 _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = :p_collection"
 _COLUMNS = rows.memory_columns()
@@ -42,6 +45,8 @@ _NAMED = (
     f"SELECT {text_of('$.object.id')} AS named, {text_of('$.object.label')} AS label "
     f"FROM json_each(:ids) j JOIN {_READABLE} ON m.id = j.value"
 )
+# The object id and label of memories (``objects_of``; the recall mirror's copy of them reads the same).
+OBJECT_COLUMNS = f"SELECT m.id, {text_of('$.object.id')}, {text_of('$.object.label')} FROM {_READABLE}"
 # What a memory says of the object it saw (``rows.row_to_sighting``).
 _SIGHTING_COLUMNS = (
     f"SELECT m.id, {text_of('$.object.id')}, {text_of('$.object.label')}, "
@@ -101,10 +106,11 @@ def record_access(conn: sqlite3.Connection, counts: dict[int, int], now: str) ->
 
 
 class Memories:
-    """``MemoryTable`` on SQLite."""
+    """``MemoryTable`` on SQLite; with the recall mirror, the objects memories name are read from its copy."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, mirror: RecallMirror | None = None) -> None:
         self._conn = conn
+        self._mirror = mirror
 
     def insert_many(
         self, news: Sequence[NewMemory], vectors: VectorBatch | None = None, model_id: str | None = None
@@ -160,7 +166,23 @@ class Memories:
                 found[row[0]] = rows.row_to_sighting(row)
         return found
 
+    def objects_of(self, ids: Sequence[int]) -> dict[int, tuple[str | None, str | None]]:
+        if self._mirror is not None:
+            self._mirror.sync(self._conn)
+            return self._mirror.objects_of(self._conn, ids)
+        found: dict[int, tuple[str | None, str | None]] = {}
+        for chunk in rows.batches(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for memory_id, object_id, label in self._conn.execute(
+                f"{OBJECT_COLUMNS} WHERE m.id IN ({marks})", chunk
+            ):
+                found[memory_id] = (object_id or None, label or None)
+        return found
+
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
+        if self._mirror is not None:
+            self._mirror.sync(self._conn)
+            return self._mirror.objects_named(self._conn, ids)
         found = self._conn.execute(
             f"SELECT DISTINCT named, label FROM ({_NAMED})", {"ids": json.dumps(list(ids))}
         )

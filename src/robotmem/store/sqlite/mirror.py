@@ -10,7 +10,9 @@ candidate) and for BM25 over every row sharing a query word. Both grow with the 
 * the pass/fail mask of every filter condition used recently, computed once by the same SQL the
   filter compiles to (so the semantics are SQLite's, not a re-implementation) and then only
   re-evaluated for memories that change;
-* the BM25 postings of the FTS index (``robotmem.query.bm25``), with the terms FTS5 itself produced.
+* the BM25 postings of the FTS index (``robotmem.query.bm25``), with the terms FTS5 itself produced;
+* once an object question asked for them, the object id and label each memory names (``objects_of``),
+  read by the SQL of ``memories.OBJECT_COLUMNS`` and kept in step like the columns.
 
 Every write to ``memories`` or ``memory_tags`` records the memory in ``memory_changes`` (triggers of
 schema version 3), so a sync reads only what changed since the last one — from this process or any
@@ -30,7 +32,8 @@ What keeps the mirror right — check each when a change touches storage or filt
    ``id`` (never changes) or ``tags`` (``memory_tags`` has insert and delete triggers).
 4. Mirrored columns: every value ``_ROWS`` selects after ``id`` has its array in ``_COLUMNS`` (name, type
    and the value of a memory without a row), which ``_allocate`` creates, ``_reserve`` grows and ``_apply``
-   resets for changed memories before reading their rows again.
+   resets for changed memories before reading their rows again. The object names (``_Names``) likewise:
+   ``_reserve`` grows them, ``_apply`` clears and re-reads the changed memories', ``_load`` drops them.
 5. Every FTS write is logged: rows of ``memories_fts`` change only through ``store/sqlite/text_index.py``, which
    records each memory it touches in ``memory_changes`` (or bumps ``fts_epoch`` for a rebuild).
 """
@@ -55,6 +58,7 @@ from robotmem.query.spatial import MAX_DIMENSIONS, coordinates_at, distances
 from robotmem.store.shared.terms import Stemmer
 from robotmem.store.sqlite import search
 from robotmem.store.sqlite.filters import SqlBuilder, to_sql
+from robotmem.store.sqlite.memories import OBJECT_COLUMNS
 
 BoolArray = npt.NDArray[np.bool_]
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -139,6 +143,45 @@ class _Values:
             self.kind[memory_id] = _NULL
 
 
+class _Names:
+    """The object id and label each memory names (``OBJECT_COLUMNS``), as codes of their texts by id; -1:
+    none (no text there, an empty one, or no memory)."""
+
+    def __init__(self, size: int) -> None:
+        self.object_id: npt.NDArray[np.int32] = np.full(size, -1, dtype=np.int32)
+        self.label: npt.NDArray[np.int32] = np.full(size, -1, dtype=np.int32)
+        self.texts: list[str] = []
+        self._codes: dict[str, int] = {}
+
+    def grow(self, size: int) -> None:
+        extra = np.full(size - len(self.label), -1, dtype=np.int32)
+        self.object_id = np.concatenate([self.object_id, extra])
+        self.label = np.concatenate([self.label, extra])
+
+    def clear(self, ids: Sequence[int]) -> None:
+        known = [m for m in ids if m < len(self.label)]
+        self.object_id[known] = -1
+        self.label[known] = -1
+
+    def read(self, rows: Iterable[tuple[int, Any, Any]]) -> None:
+        for memory_id, object_id, label in rows:
+            if memory_id < len(self.label):
+                self.object_id[memory_id] = self._code(object_id)
+                self.label[memory_id] = self._code(label)
+
+    def _code(self, text: Any) -> int:
+        if not text:
+            return -1
+        code = self._codes.get(text)
+        if code is None:
+            code = self._codes[text] = len(self.texts)
+            self.texts.append(text)
+        return code
+
+    def text(self, code: int) -> str | None:
+        return None if code < 0 else self.texts[code]
+
+
 class RecallMirror:
     """Record columns, cached condition masks and BM25 postings of one database, by memory id."""
 
@@ -165,6 +208,8 @@ class RecallMirror:
         self._values: OrderedDict[tuple[str, ...], _Values] = OrderedDict()
         # Cached coordinates by context path: (dimensions by id, 0 = none, negative = under "value"; points by id).
         self._points: OrderedDict[tuple[str, ...], tuple[npt.NDArray[np.int8], FloatArray]] = OrderedDict()
+        # The objects memories name, read on the first object question (``objects_of``).
+        self._names: _Names | None = None
         self._allocate(0)
 
     # ---- keeping in step ---------------------------------------------------------------------
@@ -196,6 +241,8 @@ class RecallMirror:
         for path, (dims, points) in self._points.items():
             extra = np.full((grown - size, points.shape[1]), np.nan)
             self._points[path] = (pad(dims, 0), np.concatenate([points, extra]))
+        if self._names is not None:
+            self._names.grow(grown)
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Apply every change committed since the last sync (call inside the reading transaction)."""
@@ -244,6 +291,7 @@ class RecallMirror:
         self._conditions.clear()
         self._values.clear()
         self._points.clear()
+        self._names = None
         self._reserve(int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM memories").fetchone()[0]))
         self._set_rows(conn.execute(_ROWS))  # streamed: no list of every row
         cursor = conn.execute("SELECT rowid, body FROM memories_fts")
@@ -299,6 +347,10 @@ class RecallMirror:
         for path, (dims, points) in self._points.items():
             dims[[m for m in changed if m < len(dims)]] = 0
             self._points[path] = self._read_points(conn, path, dims, points, changed)
+        if self._names is not None:
+            self._names.clear(changed)
+            for marks, keyed in search.id_chunks(changed):
+                self._names.read(conn.execute(f"{OBJECT_COLUMNS} WHERE m.id IN ({marks})", keyed))
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -529,6 +581,12 @@ class RecallMirror:
             dims, points = self._cached_points(conn, region.path)
             size = min(len(frame), len(dims), len(among))
             rows = np.flatnonzero(among[:size] & frame[:size] & ((dims[:size] == 2) | (dims[:size] == 3)))
+            # Only the points in the region's bounding box (widened past any rounding) are tested exactly:
+            # one axis at a time, each read for the rows the axes before it kept.
+            for axis, (low, high) in enumerate(zip(*region.bounds, strict=True)):
+                margin = 1e-9 * (1.0 + abs(low) + abs(high))
+                coordinate = points[rows, axis]
+                rows = rows[(coordinate >= low - margin) & (coordinate <= high + margin)]
             table = np.full((len(rows), 3), np.nan)
             width = min(points.shape[1], 3)
             table[:, :width] = points[rows, :width]
@@ -596,6 +654,44 @@ class RecallMirror:
                 keep = observed >= nth
                 wanted, observed = wanted[keep], observed[keep]
             return wanted[np.lexsort((-wanted, -observed))][:limit]
+
+    def _named_by(self, conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[_Names, npt.NDArray[np.int64]]:
+        """The object names (read from ``conn`` on the first call, then kept in step) and the memories of
+        ``ids`` the mirror holds."""
+        if self._names is None:
+            self._names = _Names(self.capacity)
+            self._names.read(conn.execute(OBJECT_COLUMNS))  # streamed: no list of every row
+        wanted = np.fromiter(ids, dtype=np.int64, count=len(ids))
+        wanted = wanted[(wanted >= 0) & (wanted < self.capacity)]
+        return self._names, wanted[self._collection[wanted] >= 0]  # memories, not ids without a row
+
+    def objects_of(
+        self, conn: sqlite3.Connection, ids: Sequence[int]
+    ) -> dict[int, tuple[str | None, str | None]]:
+        """``MemoryTable.objects_of`` from the mirror: id → ``(object id, label)`` of each memory of ``ids``."""
+        with self._lock:
+            names, wanted = self._named_by(conn, ids)
+            object_ids, labels = names.object_id[wanted].tolist(), names.label[wanted].tolist()
+            return {
+                memory_id: (names.text(object_id), names.text(label))
+                for memory_id, object_id, label in zip(wanted.tolist(), object_ids, labels, strict=True)
+            }
+
+    def objects_named(
+        self, conn: sqlite3.Connection, ids: Sequence[int]
+    ) -> set[tuple[str | None, str | None]]:
+        """``MemoryTable.objects_named`` from the mirror: ``(id, None)``, or ``(None, label)`` without an id,
+        of the memories of ``ids``, each object once (one ``unique`` over the codes of all of them)."""
+        with self._lock:
+            names, wanted = self._named_by(conn, ids)
+            object_ids = names.object_id[wanted].astype(np.int64)
+            labels = np.where(object_ids >= 0, -1, names.label[wanted]).astype(np.int64)
+            pairs = np.unique(((object_ids + 1) << 32) | (labels + 1))
+            return {
+                (names.text((pair >> 32) - 1), names.text((pair & 0xFFFFFFFF) - 1))
+                for pair in pairs.tolist()
+                if pair != 0
+            }
 
     def real_world(self, ids: Iterable[int]) -> set[int]:
         """Return the ids among ``ids`` whose context says ``env.sim_or_real`` = ``"real"``."""

@@ -40,12 +40,13 @@ T = TypeVar("T")
 
 
 class SqliteTx:
-    """One transaction on the file: the tables of the contract over one connection."""
+    """One transaction on the file: the tables of the contract over one connection. A reading one reads
+    the objects memories name from the recall mirror (a write's uncommitted rows never reach the mirror)."""
 
-    def __init__(self, conn: sqlite3.Connection, store: SqliteStore) -> None:
+    def __init__(self, conn: sqlite3.Connection, store: SqliteStore, *, reading: bool = False) -> None:
         self.conn = conn
         self._store = store
-        self.memories = Memories(conn)
+        self.memories = Memories(conn, store.mirror if reading else None)
         self.sessions = Sessions(conn)
         self.vectors = Vectors(conn, store.vector_index)
         self.jobs = Jobs(conn)
@@ -120,7 +121,7 @@ class SqliteStore:
     def read(self, work: Callable[[StoreTx], T]) -> T:
         if self.in_memory:  # one connection is the whole database
             with self._lock:
-                return read(self._conn, lambda conn: work(SqliteTx(conn, self)), path=self.path)
+                return read(self._conn, lambda conn: work(SqliteTx(conn, self, reading=True)), path=self.path)
         # A pooled connection of its own: in WAL mode a read then never waits for a write, neither
         # another process's nor one that another thread runs (or waits to run) on the writer connection.
         try:
@@ -133,7 +134,7 @@ class SqliteStore:
             )
             register_functions(conn)
         try:
-            return read(conn, lambda c: work(SqliteTx(c, self)), path=self.path)
+            return read(conn, lambda c: work(SqliteTx(c, self, reading=True)), path=self.path)
         finally:
             if self._closed:
                 conn.close()
