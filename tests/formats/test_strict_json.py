@@ -43,7 +43,7 @@ def test_non_finite_numbers_become_null() -> None:
         "y": None,
         "z": [None, 2.5],
     }
-    assert strict_json.loads(b'[-Infinity, 1e-999, 3]') == [None, 0.0, 3]  # bytes too
+    assert strict_json.loads(b"[-Infinity, 1e-999, 3]") == [None, 0.0, 3]  # bytes too
     same = {"a": [1, 2.0]}
     assert strict_json.finite(same) is same
 
