@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from typing import Any
 
 import pytest
@@ -196,3 +198,22 @@ def test_bad_input_is_refused_naming_the_field(
         call(memory)
     assert words in str(caught.value)
     assert table_counts(memory) == before
+
+
+def test_around_lists_the_memories_there_newest_observed_first(memory: RobotMemory, clock: FakeClock) -> None:
+    """A recording imported now of what happened this morning is older than what the robot saw an hour
+    ago, though it was stored after it."""
+    clock.advance(minutes=10)
+    seen = memory.learn(
+        "the dock is clear",
+        context={"spatial": {"position": [0.5, 0, 0]}},
+        observed_at=(clock() - timedelta(hours=1)).isoformat(),
+    )["memory_id"]
+    clock.advance(minutes=10)
+    imported = memory.learn(
+        "bag: a box in front of the dock",
+        context={"spatial": {"position": [0, 0.5, 0]}},
+        observed_at=(clock() - timedelta(hours=5)).isoformat(),
+    )["memory_id"]
+    here = memory.around([0, 0, 0], 1.0)
+    assert [m["id"] for m in here["memories"]] == [seen, imported]

@@ -114,7 +114,8 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
 
 
 def around(engine: Engine, args: AroundInput) -> AroundResult:
-    """Return the objects last seen within the radius, nearest first, and the latest memories there."""
+    """Return the objects last seen within the radius, nearest first, and the memories there, newest
+    observed first."""
     now = engine.clock()
     since = _window(resolve_bound("since", args.since_parsed, now), None)
     collection = engine.collection_for(args.collection)
@@ -141,6 +142,7 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
         min_confidence=0.0,
         collection=collection,
         filter=_joined(None, *since),
+        order="recent",  # what happened there last, whenever it was stored
         region=region,
         own_robot=engine.robot_id,
     )

@@ -138,7 +138,7 @@ Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", 
     "around": """\
 What is around me now? The objects whose latest sighting lies within radius (metres) of position ([x, y] or
 [x, y, z], e.g. the robot's own position) in frame (default "map"; positions in other frames never count),
-nearest first with their distance, and the most recent memories recorded there. An object that was seen here
+nearest first with their distance, and the memories there, newest observed first. An object that was seen here
 earlier but has since been seen elsewhere is not listed (it moved). since keeps only objects seen after that
 time (ISO 8601, epoch seconds, or -1d). Returns {"objects": [{"object_id", "label", "position", "frame",
 "observed_at", "memory_id", "sightings", "distance"}], "memories": [...]} (memories as recall returns them).""",
