@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-
 from typing import Any
 
 import pytest
