@@ -94,11 +94,22 @@ def test_every_mirrored_column_grows_with_the_ids_and_is_reset_when_its_row_goes
         assert {len(values) for values in _arrays(recall_mirror).values()} == {recall_mirror.capacity}
         assert all(values[beyond] != blank[name] for name, values in _arrays(recall_mirror).items())
 
+        # Session members follow a memory another program moves to another session.
+        every = np.ones(recall_mirror.capacity, dtype=np.bool_)
+        assert recall_mirror.session_members([gone], every) == [[gone]]
+        with sqlite3.connect(path) as raw:
+            raw.execute("UPDATE memories SET session_id = :s WHERE id = :id", {"s": later, "id": gone})
+        recall_mirror.sync(conn)
+        assert recall_mirror.session_members([gone], every) == [[gone, beyond]]
+        assert recall_mirror.session_members([beyond], every) == [[gone, beyond]]
+
         # Resetting: a memory whose row another program deleted keeps none of its values.
         with sqlite3.connect(path) as raw:
             raw.execute("DELETE FROM memories WHERE id = :id", {"id": gone})
         recall_mirror.sync(conn)
         assert {name: values[gone] for name, values in _arrays(recall_mirror).items()} == blank
+        assert recall_mirror.session_members([beyond], every) == [[beyond]]
+        assert recall_mirror.session_members([gone], every) == []
     finally:
         recall_mirror.close()
         conn.close()

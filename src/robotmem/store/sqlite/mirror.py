@@ -34,6 +34,8 @@ What keeps the mirror right — check each when a change touches storage or filt
    and the value of a memory without a row), which ``_allocate`` creates, ``_reserve`` grows and ``_apply``
    resets for changed memories before reading their rows again. The object names (``_Names``) likewise:
    ``_reserve`` grows them, ``_apply`` clears and re-reads the changed memories', ``_load`` drops them.
+   Each session's members (``_members``): ``_set_rows`` adds a memory to its session, ``_apply`` takes
+   the changed memories out of theirs first, ``_load`` empties them.
 5. Every FTS write is logged: rows of ``memories_fts`` change only through ``store/sqlite/text_index.py``, which
    records each memory it touches in ``memory_changes`` (or bumps ``fts_epoch`` for a rebuild).
 """
