@@ -33,6 +33,7 @@ from robotmem.query.bm25 import K1, B
 from robotmem.query.filters import UNCACHED_FIELDS, All, Condition, Node, reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
 from robotmem.store.postgres import regions, text_index
+from robotmem.store.postgres.episodes import SessionMembers
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
@@ -299,7 +300,8 @@ class PgCandidates:
     """Every channel as SQL over the scope's compiled predicate; BM25 from this process's postings
     and nearest-first from its points (``postings``, ``points``: synced on the reading snapshot) when
     given, checking the filters with the process's mask of the scope (``masks``) when it has one, else
-    on the server."""
+    on the server; the episodes of the best candidates from the process's copy of the sessions' members
+    (``members``) with that mask."""
 
     def __init__(
         self,
@@ -308,8 +310,10 @@ class PgCandidates:
         postings: TextPostings | None = None,
         points: SpatialPoints | None = None,
         masks: PassingMasks | None = None,
+        members: SessionMembers | None = None,
     ) -> None:
         self._conn = conn
+        self._members = members
         self._collection = scope.collection
         self._postings = postings
         self._postings_synced = False
@@ -471,6 +475,11 @@ class PgCandidates:
         wanted = list(ids)
         if not wanted:
             return []
+        allowed = self._scope_mask() if self._members is not None else None
+        if self._members is not None and allowed is not None:
+            held = self._members.episodes(self._conn, wanted, allowed)
+            if held is not None:
+                return held
         rows = self._conn.execute(
             "SELECT m.id, m.session_id FROM memories m WHERE m.session_id IN "
             "(SELECT DISTINCT session_id FROM memories WHERE id = ANY(%(e_ids)s) AND session_id IS NOT NULL) "
