@@ -325,30 +325,44 @@ class LexicalIndex:
         self, phrases: Sequence[str], ids: IntArray, totals: tuple[int, float] | None = None
     ) -> FloatArray:
         """Return, for each of ``ids``, the share of the phrases' IDFs that the phrases it contains carry: the
-        ``min_coverage`` test of ``score`` answered for a few documents in one pass (a document holding no
-        phrase has 0; a phrase no document holds counts with the IDF of a word in none)."""
+        ``min_coverage`` test of ``score`` answered for a few documents (a document holding no phrase has 0;
+        a phrase no document holds counts with the IDF of a word in none). Each document is looked up in
+        each phrase's postings (``_holding``), so the cost follows ``ids``, not the postings' lengths."""
         shares = np.zeros(len(ids), dtype=np.float64)
         statistics = self._statistics(totals)
         if statistics is None or not len(ids):
             return shares
         rows, _ = statistics
-        size = len(self._length)
-        inside = (ids >= 0) & (ids < size)
-        asked = np.zeros(size, dtype=np.bool_)
-        asked[ids[inside]] = True
-        covered = np.zeros(size, dtype=np.float64)
+        inside = np.flatnonzero((ids >= 0) & (ids < len(self._length)))
+        asked = ids[inside]
+        covered = np.zeros(len(asked), dtype=np.float64)
         mass = 0.0
         for phrase in phrases:
             term = self._term_ids.get(phrase)
-            docs, _, hits = (
-                (np.zeros(0, dtype=np.int64), None, 0) if term is None else self._postings(term, asked)
-            )
+            hits = 0 if term is None else self._hits(term)
             idf = _idf(rows, hits)
             mass += idf
-            covered[docs] += idf
+            if term is not None and hits:
+                covered[self._holding(term, asked)] += idf
         if mass > 0:
-            shares[inside] = covered[ids[inside]] / mass
+            shares[inside] = covered / mass
         return shares
+
+    def _holding(self, term: int, docs: IntArray) -> BoolArray:
+        """Which of ``docs`` (ids within the per-document arrays) hold ``term`` (live postings only)."""
+        found = np.zeros(len(docs), dtype=np.bool_)
+        if term + 1 < len(self._starts):
+            lo, hi = int(self._starts[term]), int(self._starts[term + 1])
+            if hi > lo:
+                held = self._docs[lo:hi]  # sorted: the main segment is ordered by (term, doc)
+                at = np.minimum(np.searchsorted(held, docs), hi - lo - 1)
+                found = held.take(at) == docs
+                if self._voided:
+                    found &= ~self._void.take(docs)
+        extra = self._delta.get(term)
+        if extra:
+            found |= np.fromiter((doc in extra for doc in docs.tolist()), dtype=np.bool_, count=len(docs))
+        return found
 
     def _padded(self, allowed: BoolArray | None) -> BoolArray | None:
         """``allowed`` as long as the per-document arrays (ids past its end: not allowed), for ``_postings``."""
