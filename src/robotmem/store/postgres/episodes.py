@@ -45,13 +45,18 @@ class SessionMembers:
         self._epoch: str | None = None
 
     def episodes(
-        self, conn: psycopg.Connection, ids: Iterable[int], allowed: npt.NDArray[np.bool_]
+        self,
+        conn: psycopg.Connection,
+        ids: Iterable[int],
+        allowed: npt.NDArray[np.bool_],
+        head: tuple[int, str] | None = None,
     ) -> list[list[int]] | None:
         """The members of the sessions of ``ids`` that ``allowed`` (a scope's mask over memory ids, in
         this snapshot) passes, each session in learn order, sessions in order of their smallest member;
-        None when this snapshot is not the one held (or the store's ids are too sparse to hold)."""
+        None when this snapshot is not the one held (or the store's ids are too sparse to hold).
+        ``head`` is ``changes.head`` of this snapshot when the caller has read it already."""
         with self._lock:
-            if not self._sync(conn):
+            if not self._sync(conn, head):
                 return None
             session = self._session
             wanted = np.fromiter(ids, dtype=np.int64)
@@ -77,9 +82,10 @@ class SessionMembers:
         with self._lock:
             return {"sessions": len(self._codes), "seen": self._seen}
 
-    def _sync(self, conn: psycopg.Connection) -> bool:
-        """Apply what changed; return whether what is held is this snapshot's."""
-        head, epoch = changes.head(conn)
+    def _sync(self, conn: psycopg.Connection, at: tuple[int, str] | None = None) -> bool:
+        """Apply what changed; return whether what is held is this snapshot's (whose ``changes.head`` is
+        ``at`` when given)."""
+        head, epoch = at if at is not None else changes.head(conn)
         if self._seen >= 0 and epoch == self._epoch and head <= self._seen:
             return head == self._seen
         changed = changes.to_apply(conn, self._seen, self._epoch, epoch, max(4096, head // 8))

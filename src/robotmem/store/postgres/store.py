@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from robotmem.errors import DatabaseError, RobotMemError
 from robotmem.store.postgres import connection
 from robotmem.store.postgres.browse import Browse
-from robotmem.store.postgres.candidates import PgCandidates
+from robotmem.store.postgres.candidates import REAL_WORLD, PgCandidates
 from robotmem.store.postgres.connection import describe_error, redact
 from robotmem.store.postgres.episodes import SessionMembers
 from robotmem.store.postgres.jobs import Jobs
@@ -179,14 +179,21 @@ class PostgresStore:
         self._access.flush()
 
     def warm_up(self, model_id: str | None, dim: int | None) -> None:
-        """Load this process's copies of the text postings and of the sessions' members (the server holds
-        every other index)."""
+        """Load this process's copies of the text postings, of the sessions' members and of the
+        real-world flag (the server holds every other index)."""
         postings = self.postings
         if postings is not None:
             self._run(lambda conn: connection.read(conn, postings.sync, location=self._location))
         members = self.members
         if members is not None:
             self._run(lambda conn: connection.read(conn, members.load, location=self._location))
+        masks = self.masks
+        if masks is not None:  # the real-world flag of every recall's boost
+            self._run(
+                lambda conn: connection.read(
+                    conn, lambda c: masks.allowed(c, REAL_WORLD, {}), location=self._location
+                )
+            )
 
     def backup(self, target: Path) -> int:
         raise DatabaseError(
