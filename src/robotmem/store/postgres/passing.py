@@ -4,8 +4,9 @@ With BM25 ranked from the process's postings and the nearest measured from its p
 to the server per recall was the question "which of these ranked memories pass the filters?": a round
 trip per window of the ranking, and for a query that names a common object, a join of its tens of
 thousands of carriers with ``memories`` (60-70 ms at 1M memories). ``PassingMasks`` asks the server
-once per scope predicate (``candidates.predicate``: collection, status, confidence, session and filter)
-for every memory that passes it, holds the answer as a boolean array over memory ids, and keeps it in
+once per scope predicate (``candidates.predicate``: collection, status, confidence, session and filter),
+and for the predicates of recall's boosts (``candidates.REAL_WORLD``, ``OWN_ROBOT``), for every memory that
+passes it, holds the answer as a boolean array over memory ids, and keeps it in
 step through the change log:
 
 - the memories changed after the number a mask was synced at are checked again with the same
