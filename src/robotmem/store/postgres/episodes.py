@@ -39,6 +39,7 @@ class SessionMembers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._codes: dict[str, int] = {}
+        self._names: list[str] = []  # per session code, its session id
         self._members: list[IdArray] = []  # per session code, its member ids in learn order
         self._session = np.full(0, -1, dtype=np.int32)  # per memory id, its session code (-1: none)
         self._seen = -1
@@ -100,7 +101,8 @@ class SessionMembers:
 
     def _load(self, conn: psycopg.Connection) -> bool:
         """Read every session's members; False (nothing held) when the store's ids are too sparse."""
-        self._codes, self._members, self._session = {}, [], np.full(0, -1, dtype=np.int32)
+        self._codes, self._names, self._members = {}, [], []
+        self._session = np.full(0, -1, dtype=np.int32)
         row = conn.execute(
             "SELECT (SELECT COALESCE(MAX(id), 0) FROM memories), "
             "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass)"
@@ -117,7 +119,7 @@ class SessionMembers:
         """Read again every session a changed memory was in or is now in."""
         session = self._session
         held = [m for m in changed if m < len(session)]
-        names = {name for name, code in self._codes.items() if code in set(session[held].tolist())}
+        names = {self._names[code] for code in set(session[held].tolist()) if code >= 0}
         session[held] = -1
         names.update(
             str(r[0])
@@ -152,6 +154,7 @@ class SessionMembers:
         for start, end in zip(starts, [*starts[1:], len(names)], strict=True):
             code = self._codes.setdefault(names[start], len(self._codes))
             if code == len(self._members):
+                self._names.append(names[start])
                 self._members.append(ids[start:end])
             else:
                 self._members[code] = ids[start:end]
