@@ -3,6 +3,8 @@ match, it has among all documents: the statistics stay those of the whole index.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -89,7 +91,63 @@ def test_the_best_scores_skip_no_document_that_ranks(
     mask = None if allowed is None else np.asarray(allowed, dtype=np.bool_)
     phrases = [*query, "tactile"] if rare else query
     full, full_matched = index.score(phrases, coverage, k1, b, allowed=mask)
-    some, some_matched = index.score_best(phrases, best, coverage, k1, b, allowed=mask)
-    assert not (some_matched & ~full_matched).any()
-    assert np.array_equal(some[some_matched], full[some_matched])
+    ids, scores = index.score_best(phrases, best, coverage, k1, b, allowed=mask)
+    assert np.array_equal(ids, np.unique(ids))  # ascending, distinct
+    assert full_matched[ids].all()
+    assert np.array_equal(scores, full[ids])  # the same floats
+    some = np.zeros(len(full))
+    some[ids] = scores
+    some_matched = np.zeros(len(full), dtype=np.bool_)
+    some_matched[ids] = True
     assert _best(some, some_matched, best) == _best(full, full_matched, best)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    main=documents,
+    later=documents,
+    removed=st.sets(st.integers(0, 80), max_size=10),
+    merged=st.booleans(),
+    query=st.lists(st.sampled_from([*WORDS, "absent"]), min_size=1, max_size=5),
+    asked=st.lists(st.integers(-2, 130), max_size=30),
+)
+def test_coverage_is_the_share_of_the_query_each_document_holds(
+    main: list[list[str]],
+    later: list[list[str]],
+    removed: set[int],
+    merged: bool,
+    query: list[str],
+    asked: list[int],
+) -> None:
+    """``coverage`` gives each asked document (also unknown, repeated and negative ids) the IDFs of the
+    phrases it holds, summed in the query's order, over the IDFs of all phrases: the same floats as the
+    ``min_coverage`` test of ``score``, whatever the deltas, removals and merges."""
+    index = LexicalIndex()
+    held = dict(enumerate(main))
+    index.build(held.items())
+    for offset, terms in enumerate(later):
+        index.add(offset * 2, terms)
+        held[offset * 2] = terms
+    for doc in removed:
+        index.remove(doc)
+        held.pop(doc, None)
+    if merged:
+        index.merge()
+    rows = float(index.documents)
+    idf = [
+        max(
+            math.log(
+                (rows - sum(p in t for t in held.values()) + 0.5) / (sum(p in t for t in held.values()) + 0.5)
+            ),
+            1e-6,
+        )
+        for p in query
+    ]
+    mass = sum(idf, 0.0)
+    ids = np.asarray(asked, dtype=np.int64)
+    shares = index.coverage(query, ids)
+    for doc, share in zip(asked, shares.tolist(), strict=True):
+        covered = 0.0
+        for phrase, weight in zip(query, idf, strict=True):
+            covered += weight if phrase in held.get(doc, ()) else 0.0
+        assert share == (covered / mass if held else 0.0)

@@ -41,6 +41,19 @@ def _idf(rows: float, hits: int) -> float:
     return idf if idf > 0 else _MIN_IDF
 
 
+def _matches(scores: FloatArray, matched: BoolArray) -> tuple[IntArray, FloatArray]:
+    """``score``'s dense answer as ``(ids, scores)`` of the matched documents, ids ascending."""
+    ids = np.flatnonzero(matched).astype(np.int64)
+    return ids, scores.take(ids)
+
+
+def _union(held: IntArray, more: IntArray) -> IntArray:
+    """The sorted distinct ids of ``held`` (sorted, distinct) and ``more`` (distinct: one term's postings)."""
+    if len(held) == 0:
+        return more if len(more) < 2 or bool(np.all(more[1:] > more[:-1])) else np.sort(more)
+    return np.union1d(held, more)
+
+
 class LexicalIndex:
     """Term postings of documents keyed by integer id, scored with FTS5's BM25."""
 
@@ -325,30 +338,125 @@ class LexicalIndex:
         self, phrases: Sequence[str], ids: IntArray, totals: tuple[int, float] | None = None
     ) -> FloatArray:
         """Return, for each of ``ids``, the share of the phrases' IDFs that the phrases it contains carry: the
-        ``min_coverage`` test of ``score`` answered for a few documents in one pass (a document holding no
-        phrase has 0; a phrase no document holds counts with the IDF of a word in none)."""
+        ``min_coverage`` test of ``score`` answered for a few documents (a document holding no phrase has 0;
+        a phrase no document holds counts with the IDF of a word in none). Each document is looked up in
+        each phrase's postings (``_found_in``), so the cost follows ``ids``, not the postings' lengths."""
         shares = np.zeros(len(ids), dtype=np.float64)
         statistics = self._statistics(totals)
         if statistics is None or not len(ids):
             return shares
         rows, _ = statistics
-        size = len(self._length)
-        inside = (ids >= 0) & (ids < size)
-        asked = np.zeros(size, dtype=np.bool_)
-        asked[ids[inside]] = True
-        covered = np.zeros(size, dtype=np.float64)
+        inside = np.flatnonzero((ids >= 0) & (ids < len(self._length)))
+        asked = ids[inside]
+        covered = np.zeros(len(asked), dtype=np.float64)
         mass = 0.0
         for phrase in phrases:
             term = self._term_ids.get(phrase)
-            docs, _, hits = (
-                (np.zeros(0, dtype=np.int64), None, 0) if term is None else self._postings(term, asked)
-            )
+            hits = 0 if term is None else self._hits(term)
             idf = _idf(rows, hits)
             mass += idf
-            covered[docs] += idf
+            if term is not None and hits:
+                covered[self._found_in(term, asked)[0]] += idf
         if mass > 0:
-            shares[inside] = covered[ids[inside]] / mass
+            shares[inside] = covered / mass
         return shares
+
+    def _found_in(self, term: int, docs: IntArray) -> tuple[IntArray, FloatArray]:
+        """The positions in ``docs`` (ids within the per-document arrays, in any order) of those holding
+        ``term`` (live postings only), and their frequencies: each looked up in the term's sorted postings,
+        so the cost follows ``docs``, not the postings' length."""
+        at: IntArray = np.zeros(0, dtype=np.int64)
+        freqs: FloatArray = np.zeros(0, dtype=np.float64)
+        if term + 1 < len(self._starts):
+            lo, hi = int(self._starts[term]), int(self._starts[term + 1])
+            if hi > lo:
+                held = self._docs[lo:hi]  # sorted: the main segment is ordered by (term, doc)
+                keys = docs.astype(held.dtype)  # ids fit: else searchsorted copies ``held`` to widen it
+                slot = np.minimum(np.searchsorted(held, keys), hi - lo - 1)
+                found = held.take(slot) == keys
+                if self._voided:
+                    found &= ~self._void.take(docs)
+                at = np.flatnonzero(found)
+                freqs = self._freqs[lo:hi].take(slot.take(at)).astype(np.float64)
+        extra = self._delta.get(term)
+        if extra:
+            more = np.flatnonzero(np.isin(docs, np.fromiter(extra, dtype=np.int64, count=len(extra))))
+            counts = [extra[doc] for doc in docs.take(more).tolist()]
+            at = np.concatenate([at, more])
+            freqs = np.concatenate([freqs, np.asarray(counts, dtype=np.float64)])
+        return at, freqs
+
+    def _found_among(self, term: int, chosen: BoolArray, docs: IntArray) -> tuple[IntArray, FloatArray]:
+        """``_found_in`` for many ``docs`` (sorted, distinct; ``chosen`` marks them over every id): the
+        term's postings are masked by ``chosen``, a pass over them that stays in the cache, and the few
+        found are placed in ``docs``."""
+        found: IntArray = np.zeros(0, dtype=np.int64)
+        freqs: FloatArray = np.zeros(0, dtype=np.float64)
+        if term + 1 < len(self._starts):
+            lo, hi = int(self._starts[term]), int(self._starts[term + 1])
+            held = self._docs[lo:hi]
+            keep = chosen.take(held)
+            if self._voided:
+                keep &= ~self._void.take(held)
+            hit = np.flatnonzero(keep)
+            found = held.take(hit).astype(np.int64)
+            freqs = self._freqs[lo:hi].take(hit).astype(np.float64)
+        extra = self._delta.get(term)
+        if extra:
+            more = np.fromiter(extra, dtype=np.int64, count=len(extra))
+            counts = np.fromiter(extra.values(), dtype=np.float64, count=len(extra))
+            wanted = chosen[more]
+            found = np.concatenate([found, more[wanted]])
+            freqs = np.concatenate([freqs, counts[wanted]])
+        return np.searchsorted(docs, found), freqs
+
+    def _score_among(
+        self,
+        phrases: Sequence[str],
+        docs: IntArray,
+        min_coverage: float,
+        k1: float,
+        b: float,
+        statistics: tuple[float, float],
+    ) -> tuple[FloatArray, BoolArray]:
+        """``score`` of only ``docs`` (distinct ids within the per-document arrays), as arrays along
+        ``docs``: the same floats, each phrase's part added in the query's order, without a pass over
+        every document or every posting of a common word."""
+        rows, average = statistics
+        chosen = np.zeros(len(self._length), dtype=np.bool_)
+        chosen[docs] = True
+        lengths = self._length.take(docs)
+        scores = np.zeros(len(docs), dtype=np.float64)
+        matched = np.zeros(len(docs), dtype=np.bool_)
+        covered = np.zeros(len(docs), dtype=np.float64) if min_coverage > 0 else None
+        mass = 0.0
+        for phrase in phrases:
+            term = self._term_ids.get(phrase)
+            hits = 0 if term is None else self._hits(term)
+            idf = _idf(rows, hits)
+            mass += idf
+            if term is None or not hits:
+                continue
+            at, freqs = self._found_among(term, chosen, docs)
+            if len(at) == 0:
+                continue
+            # The operations of ``score``, in its order: the same floats.
+            norm = lengths.take(at)
+            norm *= b
+            norm /= average
+            norm += 1.0 - b
+            norm *= k1
+            norm += freqs
+            part = freqs * idf
+            part *= k1 + 1.0
+            part /= norm
+            scores[at] += part
+            matched[at] = True
+            if covered is not None:
+                covered[at] += idf
+        if covered is not None:
+            matched &= covered >= min_coverage * mass - 1e-12
+        return scores, matched
 
     def _padded(self, allowed: BoolArray | None) -> BoolArray | None:
         """``allowed`` as long as the per-document arrays (ids past its end: not allowed), for ``_postings``."""
@@ -391,21 +499,21 @@ class LexicalIndex:
         b: float = B,
         totals: tuple[int, float] | None = None,
         allowed: BoolArray | None = None,
-    ) -> tuple[FloatArray, BoolArray]:
-        """``score``, where ``matched`` may leave out documents that cannot be among the ``best`` highest
-        scores: every document scoring at or above the ``best``-th score of ``score`` is matched here,
-        with the same score.
+    ) -> tuple[IntArray, FloatArray]:
+        """The matches of ``score`` that may be among the ``best`` highest scores, as ``(ids, scores)``
+        (ids ascending): every document scoring at or above the ``best``-th score of ``score`` is there,
+        with the same score; others may be left out.
 
         MaxScore: the terms are taken in order of the most they can add (``_bound`` × IDF, rare terms
-        first); only documents holding a taken term are scored, on every term. Once the ``best``-th
-        score among them beats what the terms not taken could add together (or a document holding none
-        of the taken terms cannot reach ``min_coverage``), no other document can rank. A query of one
-        rare word and a few common ones then scores the rare word's postings only, and looks the common
-        ones up for those documents instead of scoring all of theirs.
+        first); only documents holding a taken term are scored, on every term (``_score_among``). Once
+        the ``best``-th score among them beats what the terms not taken could add together (or a document
+        holding none of the taken terms cannot reach ``min_coverage``), no other document can rank. A
+        query of one rare word and a few common ones then scores the rare word's postings only, and looks
+        the common ones up for those documents instead of scoring all of theirs.
         """
         statistics = self._statistics(totals)
         if best <= 0 or statistics is None:
-            return self.score(phrases, min_coverage, k1, b, totals, allowed)
+            return _matches(*self.score(phrases, min_coverage, k1, b, totals, allowed))
         rows, average = statistics
         weight: dict[int, float] = {}  # term → its IDF times how often the query lists it
         mass = 0.0
@@ -419,23 +527,24 @@ class LexicalIndex:
         most = {t: w * self._bound(t, k1, b, average) for t, w in weight.items()}
         order = sorted(most, key=lambda t: (-most[t], t))
         passing = self._padded(allowed)
-        candidates = np.zeros(len(self._length), dtype=np.bool_)
+        candidates: IntArray = np.zeros(0, dtype=np.int64)
         for taken in range(1, len(order)):
             docs, _, _ = self._postings(order[taken - 1], passing)
-            candidates[docs] = True
+            candidates = _union(candidates, docs)
             rest = order[taken:]
             # The most a document holding none of the taken terms can score, and can cover.
             ceiling = sum(most[t] for t in rest) * (1.0 + 1e-9)
             reach = mass - sum(weight[t] for t in order[:taken])
             if min_coverage > 0 and reach < min_coverage * mass - 1e-9:
-                return self.score(phrases, min_coverage, k1, b, totals, candidates)
-            if int(np.count_nonzero(candidates)) < best:
+                scores, matched = self._score_among(phrases, candidates, min_coverage, k1, b, statistics)
+                return candidates[matched], scores[matched]
+            if len(candidates) < best:
                 continue
-            scores, matched = self.score(phrases, min_coverage, k1, b, totals, candidates)
+            scores, matched = self._score_among(phrases, candidates, min_coverage, k1, b, statistics)
             found = scores[matched]
             if len(found) >= best and np.partition(found, len(found) - best)[len(found) - best] > ceiling:
-                return scores, matched
-        return self.score(phrases, min_coverage, k1, b, totals, allowed)
+                return candidates[matched], found
+        return _matches(*self.score(phrases, min_coverage, k1, b, totals, allowed))
 
     def _hits(self, term: int) -> int:
         """How many live documents hold ``term``."""

@@ -222,3 +222,45 @@ def test_a_forked_child_ranks_beside_the_server_too(postgres_server: Any, tmp_pa
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         postgres_server.drop(dsn)
+
+
+def test_the_real_world_flag_is_read_from_a_mask_that_follows_writes(store: tuple[str, RobotMemory]) -> None:
+    """``marks`` answers the real-world flag from the process's mask of it, as the server would."""
+    dsn, mem = store
+    masks = PassingMasks()
+    scope = RecallScope(collection="default", min_confidence=0.0, filter=parse_filter({"passed": True}))
+    real = [
+        int(
+            mem.learn(
+                f"real trial {i}: the cup slipped",
+                context={"env": {"sim_or_real": "real"}},
+                robot_id="arm-2" if i % 2 else None,
+            )["memory_id"]
+        )
+        for i in range(4)
+    ]
+    ids = [*range(1, 140), *real, 10**6]
+
+    def both(robot: str | None = None) -> tuple[set[int], set[int]]:
+        def read(tx: Any) -> tuple[set[int], set[int]]:
+            server = PgCandidates(tx.conn, scope).marks(ids, robot)
+            held = PgCandidates(tx.conn, scope, masks=masks).marks(ids, robot)
+            assert held.own == server.own
+            assert bool(server.own) == (robot is not None)
+            return server.real_world, held.real_world
+
+        return mem.engine.read(read)
+
+    server, held = both()
+    assert held == server == set(real)
+    assert masks.stats()["masks"] == 1  # answered from the mask
+    server, held = both("arm-2")
+    assert held == server == set(real)
+    assert masks.stats()["masks"] == 2  # and the own robot's
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            'UPDATE memories SET context = context || \'{"env": {"sim_or_real": "real"}}\'::jsonb WHERE id = 5'
+        )
+        conn.execute("UPDATE memories SET context = '{}'::jsonb WHERE id = %s", (real[0],))
+    server, held = both()
+    assert held == server == {5, *real[1:]}

@@ -32,7 +32,8 @@ import psycopg
 from robotmem.query.bm25 import K1, B
 from robotmem.query.filters import UNCACHED_FIELDS, All, Condition, Node, reads_volatile
 from robotmem.query.spatial import SpatialSort, coordinates_at, distance
-from robotmem.store.postgres import regions, text_index
+from robotmem.store.postgres import changes, regions, text_index
+from robotmem.store.postgres.episodes import SessionMembers
 from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
@@ -201,6 +202,17 @@ def _time_bounds(node: Node | None) -> list[Condition]:
     return []
 
 
+# Whether a memory is real-world experience, and whether it is a robot's own (``marks``): predicates over
+# ``memories m``, held as masks in the process when it holds masks.
+REAL_WORLD = "m.context -> 'env' -> 'sim_or_real' = '\"real\"'::jsonb"
+OWN_ROBOT = "m.robot_id = %(own_robot)s"
+
+
+def _marked(mask: BoolArray, ids: list[int]) -> set[int]:
+    """The ids ``mask`` marks (ids past its end: none)."""
+    return {m for m in ids if 0 <= m < len(mask) and mask[m]}
+
+
 _ORDERS = {
     "id": "m.id",
     "oldest": "m.created_at ASC, m.id ASC",
@@ -299,7 +311,8 @@ class PgCandidates:
     """Every channel as SQL over the scope's compiled predicate; BM25 from this process's postings
     and nearest-first from its points (``postings``, ``points``: synced on the reading snapshot) when
     given, checking the filters with the process's mask of the scope (``masks``) when it has one, else
-    on the server."""
+    on the server; the episodes of the best candidates from the process's copy of the sessions' members
+    (``members``) with that mask."""
 
     def __init__(
         self,
@@ -308,13 +321,18 @@ class PgCandidates:
         postings: TextPostings | None = None,
         points: SpatialPoints | None = None,
         masks: PassingMasks | None = None,
+        members: SessionMembers | None = None,
     ) -> None:
         self._conn = conn
+        self._members = members
         self._collection = scope.collection
         self._postings = postings
         self._postings_synced = False
         self._points = points
         self._masks = None if reads_volatile(scope.filter, UNCACHED_FIELDS) else masks
+        self._marks_masks = masks  # the marks' masks (``marks``) are held whatever the scope's filter
+        self._head: tuple[int, str] | None = None  # ``changes.head`` of this snapshot, once read
+        self._named: dict[tuple[tuple[str, ...], float], NamedValues] = {}
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
@@ -343,7 +361,9 @@ class PgCandidates:
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
         if self._masks is not None:
-            allowed = self._masks.allowed(self._conn, self._mask_where, self._mask_params)
+            allowed = self._masks.allowed(
+                self._conn, self._mask_where, self._mask_params, self._snapshot_head()
+            )
             if allowed is not None and self._region is not None:
                 ids = regions.within(self._conn, self._region)
                 inside = np.zeros(len(allowed), dtype=np.bool_)
@@ -352,6 +372,19 @@ class PgCandidates:
             self._allowed = allowed
             self._masks = None
         return self._allowed
+
+    def _held_mask(self, where: str, params: dict[str, Any]) -> BoolArray | None:
+        """The process's mask of a predicate over ``memories m`` that no scope condition narrows (None:
+        not held, or not readable in this snapshot)."""
+        masks = self._marks_masks
+        return masks.allowed(self._conn, where, params, self._snapshot_head()) if masks is not None else None
+
+    def _snapshot_head(self) -> tuple[int, str]:
+        """``changes.head`` of this recall's snapshot, read once: the process's copies ask it to know
+        whether they hold this snapshot."""
+        if self._head is None:
+            self._head = changes.head(self._conn)
+        return self._head
 
     def _best_passing(
         self, ranking: Ranking, depth: int, *, ties: bool = False
@@ -471,6 +504,11 @@ class PgCandidates:
         wanted = list(ids)
         if not wanted:
             return []
+        allowed = self._scope_mask() if self._members is not None else None
+        if self._members is not None and allowed is not None:
+            held = self._members.episodes(self._conn, wanted, allowed, self._snapshot_head())
+            if held is not None:
+                return held
         rows = self._conn.execute(
             "SELECT m.id, m.session_id FROM memories m WHERE m.session_id IN "
             "(SELECT DISTINCT session_id FROM memories WHERE id = ANY(%(e_ids)s) AND session_id IS NOT NULL) "
@@ -485,6 +523,14 @@ class PgCandidates:
     def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         if not candidates:
             return NamedValues()
+        # Scoring and the relevance gate ask the same of one snapshot: read once.
+        key = (tuple(sorted(candidates)), max_share)
+        found = self._named.get(key)
+        if found is None:
+            found = self._named[key] = self._named_values(candidates, max_share)
+        return found
+
+    def _named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         # The counts kept by schema v3's triggers, and the collection's size, in one round trip.
         rows = self._conn.execute(
             "SELECT value, memories, (SELECT memories FROM collection_sizes WHERE collection = %(c)s) "
@@ -615,10 +661,16 @@ class PgCandidates:
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
+        wanted = list(ids)
+        real_world = self._held_mask(REAL_WORLD, {})
+        robots = self._held_mask(OWN_ROBOT, {"own_robot": robot_id}) if robot_id is not None else None
+        if real_world is not None and (robot_id is None or robots is not None):  # the process's masks
+            return Marks(
+                _marked(real_world, wanted), _marked(robots, wanted) if robots is not None else set()
+            )
         rows = self._conn.execute(
-            "SELECT m.id, m.context -> 'env' -> 'sim_or_real' = '\"real\"'::jsonb, m.robot_id = %s "
-            "FROM memories m WHERE m.id = ANY(%s)",
-            (robot_id, list(ids)),
+            f"SELECT m.id, {REAL_WORLD}, m.robot_id = %s FROM memories m WHERE m.id = ANY(%s)",
+            (robot_id, wanted),
         )
         real: set[int] = set()
         own: set[int] = set()

@@ -4,8 +4,9 @@ With BM25 ranked from the process's postings and the nearest measured from its p
 to the server per recall was the question "which of these ranked memories pass the filters?": a round
 trip per window of the ranking, and for a query that names a common object, a join of its tens of
 thousands of carriers with ``memories`` (60-70 ms at 1M memories). ``PassingMasks`` asks the server
-once per scope predicate (``candidates.predicate``: collection, status, confidence, session and filter)
-for every memory that passes it, holds the answer as a boolean array over memory ids, and keeps it in
+once per scope predicate (``candidates.predicate``: collection, status, confidence, session and filter),
+and for the predicates of recall's boosts (``candidates.REAL_WORLD``, ``OWN_ROBOT``), for every memory that
+passes it, holds the answer as a boolean array over memory ids, and keeps it in
 step through the change log:
 
 - the memories changed after the number a mask was synced at are checked again with the same
@@ -53,24 +54,31 @@ class PassingMasks:
         self._lock = threading.Lock()
         self._masks: OrderedDict[tuple[str, str], _Mask] = OrderedDict()
 
-    def allowed(self, conn: psycopg.Connection, where: str, params: dict[str, Any]) -> BoolArray | None:
+    def allowed(
+        self,
+        conn: psycopg.Connection,
+        where: str,
+        params: dict[str, Any],
+        head: tuple[int, str] | None = None,
+    ) -> BoolArray | None:
         """A boolean array over memory ids, true for the memories passing ``where`` (over ``memories m``)
         in this read snapshot (ids past its end pass nothing); None when it cannot be held or read here.
 
         The array is never changed afterwards (a sync makes a new one), so it can be used without a lock.
+        ``head`` is ``changes.head`` of this snapshot when the caller has read it already.
         """
         key = (where, repr(sorted(params.items())))
         with self._lock:
-            head, _ = changes.head(conn)
+            seq, _ = head if head is not None else changes.head(conn)
             held = self._masks.get(key)
-            if held is not None and head < held.seen:
+            if held is not None and seq < held.seen:
                 return None  # this snapshot is older than the mask
-            if held is None or head > held.seen:
+            if held is None or seq > held.seen:
                 passing = self._synced(conn, held, where, params)
                 if passing is None:
                     self._masks.pop(key, None)
                     return None
-                held = self._masks[key] = _Mask(passing, head)
+                held = self._masks[key] = _Mask(passing, seq)
                 if len(self._masks) > _MAX_MASKS:
                     self._masks.popitem(last=False)
             self._masks.move_to_end(key)

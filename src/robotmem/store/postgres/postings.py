@@ -244,12 +244,11 @@ class TextPostings:
             if code is None or not terms:
                 return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
             totals = (self._rows, float(self._tokens))
-            if best is not None and allowed is not None:
-                scores, matched = self._index.score_best(
-                    list(terms), best, min_coverage, k1, b, totals, allowed
+            if best is not None and allowed is not None:  # only allowed memories are scored
+                return Ranking(
+                    *self._index.score_best(list(terms), best, min_coverage, k1, b, totals, allowed)
                 )
-            else:
-                scores, matched = self._index.score(list(terms), min_coverage, k1, b, totals, allowed)
+            scores, matched = self._index.score(list(terms), min_coverage, k1, b, totals, allowed)
             if allowed is not None:
                 held = matched  # only allowed memories were scored
                 size = len(matched)

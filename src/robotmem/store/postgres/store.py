@@ -20,8 +20,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from robotmem.errors import DatabaseError, RobotMemError
 from robotmem.store.postgres import connection
 from robotmem.store.postgres.browse import Browse
-from robotmem.store.postgres.candidates import PgCandidates
+from robotmem.store.postgres.candidates import REAL_WORLD, PgCandidates
 from robotmem.store.postgres.connection import describe_error, redact
+from robotmem.store.postgres.episodes import SessionMembers
 from robotmem.store.postgres.jobs import Jobs
 from robotmem.store.postgres.maintenance import Maintenance
 from robotmem.store.postgres.memories import Memories, record_access
@@ -56,12 +57,14 @@ class PostgresTx:
         postings: TextPostings | None = None,
         points: SpatialPoints | None = None,
         masks: PassingMasks | None = None,
+        members: SessionMembers | None = None,
     ) -> None:
         self.conn = conn
         # The process's copies, given to read transactions only: a write's rows may still roll back.
         self._postings = postings
         self._points = points
         self._masks = masks
+        self._members = members
         self.memories = Memories(conn)
         self.sessions = Sessions(conn)
         self.vectors = Vectors(conn)
@@ -72,7 +75,7 @@ class PostgresTx:
         self.sync = Sync(conn)
 
     def candidates(self, scope: RecallScope) -> PgCandidates:
-        return PgCandidates(self.conn, scope, self._postings, self._points, self._masks)
+        return PgCandidates(self.conn, scope, self._postings, self._points, self._masks, self._members)
 
 
 class PostgresStore:
@@ -123,6 +126,7 @@ class PostgresStore:
         self.postings = TextPostings() if use_mirror else None
         self.points = SpatialPoints() if use_mirror else None
         self.masks = PassingMasks() if use_mirror else None
+        self.members = SessionMembers() if use_mirror else None
 
     @property
     def location(self) -> str:
@@ -163,7 +167,7 @@ class PostgresStore:
         return self._run(
             lambda conn: connection.read(
                 conn,
-                lambda c: work(PostgresTx(c, self.postings, self.points, self.masks)),
+                lambda c: work(PostgresTx(c, self.postings, self.points, self.masks, self.members)),
                 location=self._location,
             )
         )
@@ -175,10 +179,21 @@ class PostgresStore:
         self._access.flush()
 
     def warm_up(self, model_id: str | None, dim: int | None) -> None:
-        """Load this process's copy of the text postings (the server holds every other index)."""
+        """Load this process's copies of the text postings, of the sessions' members and of the
+        real-world flag (the server holds every other index)."""
         postings = self.postings
         if postings is not None:
             self._run(lambda conn: connection.read(conn, postings.sync, location=self._location))
+        members = self.members
+        if members is not None:
+            self._run(lambda conn: connection.read(conn, members.load, location=self._location))
+        masks = self.masks
+        if masks is not None:  # the real-world flag of every recall's boost
+            self._run(
+                lambda conn: connection.read(
+                    conn, lambda c: masks.allowed(c, REAL_WORLD, {}), location=self._location
+                )
+            )
 
     def backup(self, target: Path) -> int:
         raise DatabaseError(
