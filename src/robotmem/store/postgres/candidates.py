@@ -332,7 +332,6 @@ class PgCandidates:
         self._masks = None if reads_volatile(scope.filter, UNCACHED_FIELDS) else masks
         self._marks_masks = masks  # the marks' masks (``marks``) are held whatever the scope's filter
         self._head: tuple[int, str] | None = None  # ``changes.head`` of this snapshot, once read
-        self._named: dict[tuple[tuple[str, ...], float], NamedValues] = {}
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
@@ -523,14 +522,6 @@ class PgCandidates:
     def named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         if not candidates:
             return NamedValues()
-        # Scoring and the relevance gate ask the same of one snapshot: read once.
-        key = (tuple(sorted(candidates)), max_share)
-        found = self._named.get(key)
-        if found is None:
-            found = self._named[key] = self._named_values(candidates, max_share)
-        return found
-
-    def _named_values(self, candidates: Collection[str], max_share: float) -> NamedValues:
         # The counts kept by schema v3's triggers, and the collection's size, in one round trip.
         rows = self._conn.execute(
             "SELECT value, memories, (SELECT memories FROM collection_sizes WHERE collection = %(c)s) "
