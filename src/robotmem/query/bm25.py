@@ -41,6 +41,23 @@ def _idf(rows: float, hits: int) -> float:
     return idf if idf > 0 else _MIN_IDF
 
 
+def _term_part(
+    norm: FloatArray, freqs: FloatArray, idf: float, average: float, k1: float, b: float
+) -> FloatArray:
+    """One term's BM25 part of each document: idf · f · (k1 + 1) / (f + k1 · (1 − b + b · D / avgdl)), from
+    the documents' lengths ``norm`` (a fresh array, used in place) and the term's frequencies ``freqs``, in
+    one fixed order of operations (so every caller gets the same floats) without a temporary per operation."""
+    norm *= b
+    norm /= average
+    norm += 1.0 - b
+    norm *= k1
+    norm += freqs
+    part = freqs * idf
+    part *= k1 + 1.0
+    part /= norm
+    return part
+
+
 def _matches(scores: FloatArray, matched: BoolArray) -> tuple[IntArray, FloatArray]:
     """``score``'s dense answer as ``(ids, scores)`` of the matched documents, ids ascending."""
     ids = np.flatnonzero(matched).astype(np.int64)
@@ -313,17 +330,7 @@ class LexicalIndex:
             mass += idf
             if len(docs) == 0:
                 continue
-            # k1 · (1 − b + b · D / avgdl) and idf · f · (k1 + 1) / (f + norm), computed in place in the
-            # same order of operations (so the same floats) without a temporary array per operation.
-            norm = self._length.take(docs)
-            norm *= b
-            norm /= average
-            norm += 1.0 - b
-            norm *= k1
-            norm += freqs
-            part = freqs * idf
-            part *= k1 + 1.0
-            part /= norm
+            part = _term_part(self._length.take(docs), freqs, idf, average, k1, b)
             # A document holds a term once (its main postings are void while it sits in the delta), so
             # the scatter adds each document's part once, in the order of the phrases.
             scores[docs] += part
@@ -440,16 +447,7 @@ class LexicalIndex:
             at, freqs = self._found_among(term, chosen, docs)
             if len(at) == 0:
                 continue
-            # The operations of ``score``, in its order: the same floats.
-            norm = lengths.take(at)
-            norm *= b
-            norm /= average
-            norm += 1.0 - b
-            norm *= k1
-            norm += freqs
-            part = freqs * idf
-            part *= k1 + 1.0
-            part /= norm
+            part = _term_part(lengths.take(at), freqs, idf, average, k1, b)  # as ``score``: the same floats
             scores[at] += part
             matched[at] = True
             if covered is not None:

@@ -51,3 +51,15 @@ def to_apply(
 def too_sparse(top_id: int, rows: float) -> bool:
     """Whether ids up to ``top_id`` for about ``rows`` rows are too sparse for per-id arrays."""
     return top_id > _SPARSE_FACTOR * max(rows, 0.0) + _SPARSE_MARGIN
+
+
+def dense_top(conn: psycopg.Connection) -> int | None:
+    """The largest memory id, or None when the ids are too sparse for per-id arrays (``too_sparse``
+    against the planner's row estimate)."""
+    row = conn.execute(
+        "SELECT (SELECT COALESCE(MAX(id), 0) FROM memories), "
+        "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass)"
+    ).fetchone()
+    assert row is not None
+    top = int(row[0])
+    return None if too_sparse(top, float(row[1] or 0)) else top

@@ -103,13 +103,8 @@ class SessionMembers:
         """Read every session's members; False (nothing held) when the store's ids are too sparse."""
         self._codes, self._names, self._members = {}, [], []
         self._session = np.full(0, -1, dtype=np.int32)
-        row = conn.execute(
-            "SELECT (SELECT COALESCE(MAX(id), 0) FROM memories), "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass)"
-        ).fetchone()
-        assert row is not None
-        top = int(row[0])
-        if changes.too_sparse(top, float(row[1] or 0)):
+        top = changes.dense_top(conn)
+        if top is None:
             return False
         self._session = np.full(top + 1, -1, dtype=np.int32)
         self._read(conn, "m.session_id IS NOT NULL", {})

@@ -83,13 +83,8 @@ class SpatialPoints:
         """Apply what changed; return whether the points held are this snapshot's, and the largest
         memory id it sees (None: the store's points are not held)."""
         head, epoch = changes.head(conn)
-        row = conn.execute(
-            "SELECT (SELECT COALESCE(MAX(id), 0) FROM memories), "
-            "(SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass)"
-        ).fetchone()
-        assert row is not None
-        top = int(row[0])
-        if changes.too_sparse(top, float(row[1] or 0)):
+        top = changes.dense_top(conn)
+        if top is None:
             self._paths.clear()
             self._seen, self._epoch = -1, None
             return None
