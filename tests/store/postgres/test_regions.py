@@ -184,3 +184,31 @@ def test_a_region_reaches_the_server_as_a_condition(postgres_server: Any, tmp_pa
             assert either.listed(2, order="id") == sorted(m for m, f, _ in stored if f == "yard")[:2]
     finally:
         postgres_server.drop(dsn)
+
+
+def test_a_limited_listing_walks_a_wide_region_and_boxes_a_small_one(
+    postgres_server: Any, tmp_path: Path
+) -> None:
+    """Listed newest first with a limit, a region that holds a good share of the collection is walked in
+    the order's index with each position probed; a small one is found through the GiST box. Both give the
+    first memories of the full listing."""
+    dsn = postgres_server.create()
+    try:
+        with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
+            stored = _scattered(mem)
+        wide = parse_region({"field": "spatial.position", "center": [0, 0, 0], "radius": 2})
+        small = parse_region({"field": "spatial.position", "min": [0.9, -0.1, -0.1], "max": [1.1, 0.1, 0.1]})
+        with psycopg.connect(dsn) as conn:
+            recording = _Recording(conn)
+            for region, walked in ((wide, True), (small, False)):
+                source = PgCandidates(recording, RecallScope("default", 0.0, region=region))  # type: ignore[arg-type]
+                everything = source.listed(None, order="recent")
+                assert everything, region
+                for order in ("recent", "newest", "id"):
+                    full = source.listed(None, order=order)
+                    recording.statements.clear()
+                    assert source.listed(3, order=order) == full[:3]
+                    assert ("p.box &&" not in recording.statements[-1]) is walked, (region, order)
+        assert len(stored) > 100
+    finally:
+        postgres_server.drop(dsn)

@@ -221,6 +221,10 @@ _ORDERS = {
 }
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
+# A region whose box holds this share of its collection's memories (at most this many positions counted)
+# is listed newest first by walking the order's index: about limit / share rows read (2,000 for 50).
+_WIDE_SHARE = 0.025
+_WIDE_MOST = 5_000
 # Where the process ranks BM25 while the server searches the vectors of the same recall: (pid, pool).
 _beside: tuple[int, ThreadPoolExecutor] | None = None
 _beside_lock = threading.Lock()
@@ -341,11 +345,15 @@ class PgCandidates:
         self._mask_where, self._mask_params = self.where, dict(self.params)
         self._window = _time_bounds(scope.filter)
         self._region = scope.region
+        self._probed_where: str | None = None  # the region probed by id only (``listed`` with a limit)
         if scope.region is not None:
             # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
             # tell (``regions.predicate``): with one, the region is checked on the window's memories.
             windowed = reads_volatile(scope.filter, UNCACHED_FIELDS)
             inside, bound = regions.predicate(scope.region, indexed=not windowed)
+            if not windowed:
+                probed, _ = regions.predicate(scope.region, indexed=False)
+                self._probed_where = f"{self.where} AND {probed}"
             self.where += f" AND {inside}"
             self.params.update(bound)
 
@@ -636,7 +644,11 @@ class PgCandidates:
         # testing every memory of the collection. With a limit, the order's own index walk stops early;
         # the hint then only asks once whether any memory holds the value at all (an uncorrelated
         # EXISTS, decided before the walk), so a value nothing holds does not walk the whole index.
-        where = self.where
+        # A limited listing of a wide region walks the order's index and probes each memory's position
+        # (it stops after about limit / the region's share of the collection rows); of a small one, the
+        # GiST box finds its few positions first.
+        wide = limit is not None and self._probed_where is not None and self._region_is_wide()
+        where = self._probed_where if wide and self._probed_where is not None else self.where
         if self.hint:
             where += (
                 f" AND {self.hint}"
@@ -650,6 +662,20 @@ class PgCandidates:
             bound["listed_limit"] = limit + len(exclude)
         ids = [int(r[0]) for r in self._conn.execute(sql, bound).fetchall()]
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
+
+    def _region_is_wide(self) -> bool:
+        """Whether the region's box holds at least ``_WIDE_SHARE`` of the collection's memories (counted
+        up to ``_WIDE_MOST`` positions, any collection: an estimate for the plan, not an answer)."""
+        row = self._conn.execute(
+            "SELECT count(*) >= c.cap FROM (SELECT LEAST((COALESCE(MAX(memories), 0) * %(share)s)::bigint, %(most)s) "
+            "AS cap FROM collection_sizes WHERE collection = %(p_collection)s) c, "
+            "LATERAL (SELECT 1 FROM memory_positions p WHERE p.frame = %(rg_f)s AND p.box && "
+            "cube(ARRAY[hashtext(%(rg_f)s)::float8, %(rg_lo0)s, %(rg_lo1)s, %(rg_lo2)s], "
+            "ARRAY[hashtext(%(rg_f)s)::float8, %(rg_hi0)s, %(rg_hi1)s, %(rg_hi2)s]) "
+            "LIMIT GREATEST(c.cap, 1)) p GROUP BY c.cap",
+            {**self.params, "share": _WIDE_SHARE, "most": _WIDE_MOST},
+        ).fetchone()
+        return bool(row and row[0])
 
     def marks(self, ids: Iterable[int], robot_id: str | None) -> Marks:
         wanted = list(ids)
