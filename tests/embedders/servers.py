@@ -173,8 +173,11 @@ class _Handler(BaseHTTPRequestHandler):
 def trickle(handler: BaseHTTPRequestHandler, status: int, content: bytes, every_s: float) -> bool:
     """Send a complete HTTP answer one byte every ``every_s`` seconds; False when the client hung up."""
     head = (
-        f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(content)}\r\n\r\n"
+        f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(content)}\r\n"
+        "Connection: close\r\n\r\n"
     ).encode("ascii")
+    # The server closes the connection after the answer and says so: a client that reused it for its
+    # next request would race the close ("Server disconnected without sending a response").
     handler.close_connection = True
     try:
         for byte in head + content:

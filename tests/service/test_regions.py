@@ -14,7 +14,7 @@ from tests.conftest import query_rows, table_counts
 from robotmem import RobotMemory, ValidationError
 from robotmem.config import Settings
 from robotmem.query.regions import Region
-from robotmem.store.sqlite import regions
+from robotmem.store.sqlite import regions, schema
 
 
 @pytest.fixture
@@ -190,9 +190,9 @@ def test_a_store_of_the_previous_version_gains_the_index(tmp_path: Path, setting
         )
     conn = sqlite3.connect(path, isolation_level=None)
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    for statement in regions.DROP:
+    for statement in (*schema.OBJECT_IDS_DROP, *regions.DROP):  # the index of object ids came after
         conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {version - 1}")
+    conn.execute(f"PRAGMA user_version = {version - 2}")
     conn.close()
     with RobotMemory(path, embed_backend="none", settings=settings) as new:
         assert len(new.recall("", region={"center": [7, 1], "radius": 0.5})["memories"]) == 1

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,3 +85,77 @@ def test_the_objects_memories_name_follow_every_write(
         assert memory.engine.write(lambda tx: tx.memories.objects_of([*ids, 99_999])) == expected
         named = memory.engine.read(lambda tx: tx.memories.objects_named(ids))
         assert named == {("mug-3", None), ("cone-1", None), (None, "pallet")}
+
+
+def test_an_objects_track_is_its_newest_active_sighting_and_how_many(memory: RobotMemory) -> None:
+    """``object_track`` answers from the index of object ids what listing the sightings would: the newest
+    active sighting of the id in the collection and window, ties to the later id, and the count."""
+    mug = {"object": {"id": "mug-3", "label": "red mug"}}
+    numbers = itertools.count()
+
+    def seen(context: dict[str, Any], second: int, collection: str = "default") -> int:
+        at, text = 1_780_000_000 + second, f"sighting number {next(numbers)}"  # never a duplicate
+        return int(memory.learn(text, context=context, observed_at=at, collection=collection)["memory_id"])
+
+    a, b, c, d = seen(mug, 10), seen(mug, 30), seen(mug, 20), seen(mug, 30)
+    forgotten = seen(mug, 40)
+    memory.forget(forgotten, "a reflection, not the mug")
+    yard = seen(mug, 50, "yard")
+    seen({"object": {"id": 3, "label": "mug"}}, 60)  # not a text: not an object id
+    seen({"object": {"id": {"value": "mug-3"}}}, 70)
+    moved = seen({"object": {"id": "cup-1"}}, 80)
+    memory.update(moved, "sighting 80 again", context=mug)  # a rewritten context names the mug now
+    time = {m: memory.get_memory(m)["observed_at"] for m in (a, b, c, d, forgotten, moved)}
+
+    def track(
+        object_id: str, since: str | None = None, until: str | None = None, collection: str = "default"
+    ) -> Any:
+        return memory.engine.read(lambda tx: tx.memories.object_track(collection, object_id, since, until))
+
+    assert track("mug-3") == (moved, 5)
+    assert track("mug-3", since=time[c], until=time[b]) == (d, 3)  # bounds included; d ties b, later id
+    assert track("mug-3", until=time[c]) == (c, 2)
+    assert track("mug-3", since=time[forgotten], until=time[forgotten]) is None
+    assert track("mug-3", collection="yard") == (yard, 1)
+    assert track("cup-1") is None
+    assert track("3") is None
+    assert track("no such object") is None
+
+    found = memory.last_seen(object_id="mug-3")["objects"]
+    assert [(o["memory_id"], o["sightings"]) for o in found] == [(moved, 5)]
+
+
+def test_a_store_of_the_version_before_indexes_the_object_ids_it_holds(
+    locate: Callable[[str], Any], tmp_path: Path
+) -> None:
+    """Opening a store written before the index of object ids adds it over the sightings already there."""
+    from tests.conftest import raw_sql
+
+    where = locate("before.db")
+    settings = Settings(home=tmp_path / "home")
+    with RobotMemory(where, embed_backend="hash", settings=settings) as memory:
+        ids = [
+            memory.learn(
+                f"red mug seen at {i}", context={"object": {"id": "mug-3"}}, observed_at=1_780_000_000 + i
+            )["memory_id"]
+            for i in range(3)
+        ]
+        from robotmem.store.postgres import schema as pg_schema
+        from robotmem.store.sqlite import schema as sqlite_schema
+
+        raw_sql(
+            memory,
+            sqlite=[
+                *sqlite_schema.OBJECT_IDS_DROP,
+                f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION - 1}",
+            ],
+            postgres=[
+                *pg_schema.OBJECT_IDS_DROP,
+                f"UPDATE meta SET value = '{pg_schema.SCHEMA_VERSION - 1}' WHERE key = 'schema_version'",
+            ],
+        )
+    with RobotMemory(where, embed_backend="hash", settings=settings) as memory:
+        assert memory.engine.read(lambda tx: tx.memories.object_track("default", "mug-3", None, None)) == (
+            ids[2],
+            3,
+        )

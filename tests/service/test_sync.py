@@ -297,6 +297,7 @@ def test_a_version_3_file_gains_robot_ids_and_syncs_all_its_memories(
     conn = sqlite3.connect(db)
     # Back to version 3: drop what versions 5 and 4 added, and the change rows version 2 files never had.
     for statement in (
+        *migrations.OBJECT_IDS_DROP,  # the later index of object ids
         *regions.DROP,  # and the later spatial index
         *(
             f"DROP TRIGGER {name}"

@@ -90,9 +90,8 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     then = resolve_bound("as_of", as_of, now)
     if start is not None and then is not None and start > then:
         raise ValidationError(f"as_of: {then} is before since ({start}); no sighting could match")
-    window = _window(start, _earliest(end, then))
-    collection = engine.collection_for(args.collection)
-    scope = _scope(collection, _joined(_HAS_OBJECT, *window), args.region_parsed)
+    span = _Span(engine.collection_for(args.collection), start, _earliest(end, then), args.region_parsed)
+    scope = span.scope()
     if args.object_id is not None:
         keys: list[tuple[str | None, str | None]] = [(args.object_id, None)]
     elif args.query:
@@ -105,7 +104,7 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     def work(tx: StoreTx) -> list[Track]:
         tracks: list[Track] = []
         for object_id, label in keys:
-            tracks.extend(_tracks(tx, scope, object_id, label, radius))
+            tracks.extend(_tracks(tx, span, object_id, label, radius))
             if len(tracks) >= args.n:
                 break
         return tracks[: args.n]
@@ -117,11 +116,11 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
     """Return the objects last seen within the radius, nearest first, and the memories there, newest
     observed first."""
     now = engine.clock()
-    since = _window(resolve_bound("since", args.since_parsed, now), None)
+    since = resolve_bound("since", args.since_parsed, now)
     collection = engine.collection_for(args.collection)
     region = args.region_parsed
-    here = _scope(collection, _joined(_HAS_OBJECT, *since), region)
-    everywhere = _scope(collection, _joined(_HAS_OBJECT, *since), None)
+    here = _Span(collection, since, None, region).scope()
+    everywhere = _Span(collection, since)
     radius = engine.settings.object_group_radius
 
     def work(tx: StoreTx) -> list[ObjectSighting]:
@@ -141,7 +140,7 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
         n=args.n,
         min_confidence=0.0,
         collection=collection,
-        filter=_joined(None, *since),
+        filter=_joined(None, *_window(since, None)),
         order="recent",  # what happened there last, whenever it was stored
         region=region,
         own_robot=engine.robot_id,
@@ -150,8 +149,20 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
     return around_result(objects, hits)
 
 
-def _scope(collection: str, filter: Node | None, region: Region | None) -> RecallScope:
-    return RecallScope(collection=collection, min_confidence=0.0, filter=filter, region=region)
+@dataclass(frozen=True)
+class _Span:
+    """Where and when a question looks: a collection, a window on ``SIGHTING_FIELD`` (stored times; None:
+    unbounded) and a region (None: anywhere)."""
+
+    collection: str
+    since: str | None = None
+    until: str | None = None
+    region: Region | None = None
+
+    def scope(self, condition: Node | None = None) -> RecallScope:
+        """The sightings in the span (that meet ``condition``), as a recall scope."""
+        filter = _joined(_HAS_OBJECT, *_window(self.since, self.until), *([condition] if condition else []))
+        return RecallScope(collection=self.collection, min_confidence=0.0, filter=filter, region=self.region)
 
 
 def _joined(first: Node | None, *more: Node) -> Node | None:
@@ -243,29 +254,18 @@ def _first_keys(
     return keys
 
 
-def _tracks(
-    tx: StoreTx, scope: RecallScope, object_id: str | None, label: str | None, radius: float
-) -> list[Track]:
+def _tracks(tx: StoreTx, span: _Span, object_id: str | None, label: str | None, radius: float) -> list[Track]:
     """The tracks of an object id (one), or of a label's sightings without id (grouped within ``radius``),
     newest first."""
+    if object_id is not None and span.region is None:
+        # The store's index of object ids gives the latest sighting and the count without reading them.
+        track = tx.memories.object_track(span.collection, object_id, span.since, span.until)
+        if track is None:
+            return []
+        (sighting,) = tx.memories.sightings([track[0]]).values()
+        return [Track(object_id, sighting.label, [sighting], track[1])]
     if object_id is not None:
-        condition: Node = Condition(("context", "object", "id"), "$eq", object_id)
-    else:
-        condition = All(
-            (
-                Condition(("context", "object", "label"), "$eq", label),
-                Condition(("context", "object", "id"), "$exists", False),
-            )
-        )
-        # Only a string label: an id of another type is not an id (``_object``).
-    narrowed = RecallScope(
-        collection=scope.collection,
-        min_confidence=0.0,
-        filter=_joined(scope.filter, condition),
-        region=scope.region,
-    )
-    source = tx.candidates(narrowed)
-    if object_id is not None:
+        source = tx.candidates(span.scope(Condition(("context", "object", "id"), "$eq", object_id)))
         # The latest sighting alone is read (the store walks its time order), the others only counted.
         latest = tx.memories.sightings(source.listed(1, order=NEWEST_FIRST))
         if not latest:
@@ -273,6 +273,11 @@ def _tracks(
         (sighting,) = latest.values()
         count = len(source.listed(None, order="id"))
         return [Track(object_id, sighting.label, [sighting], count)]
+    # Only a string label: an id of another type is not an id (``_object``).
+    without_id = Condition(("context", "object", "id"), "$exists", False)
+    source = tx.candidates(
+        span.scope(All((Condition(("context", "object", "label"), "$eq", label), without_id)))
+    )
     ids = source.listed(None, order=NEWEST_FIRST)
     fetched = tx.memories.sightings(ids)
     return _grouped(label, [fetched[m] for m in ids if m in fetched], radius)

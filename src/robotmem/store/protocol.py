@@ -232,6 +232,15 @@ class MemoryTable(Protocol):
         object id, ``(None, label)`` for a label without id."""
         ...
 
+    def object_track(
+        self, collection: str, object_id: str, since: str | None, until: str | None
+    ) -> tuple[int, int] | None:
+        """Return ``(id, count)`` of the active sightings of ``object_id`` (the text at ``context.object.id``)
+        in ``collection`` observed in ``[since, until]`` (stored times; None: unbounded): the newest one
+        (by ``observed_at``, then id) and how many there are; None when there is none. From an index: a
+        store of a million sightings answers it without reading them."""
+        ...
+
     def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
         """Return ``(id, content)`` of the existing ids among ``ids``, by id."""
         ...

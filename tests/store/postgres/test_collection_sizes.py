@@ -71,6 +71,8 @@ def test_a_version_1_store_is_counted_when_opened(postgres_server: Any, tmp_path
             for i in range(7):
                 mem.learn(f"lesson {i} about the welding torch angle {i * 5} degrees", collection=f"c{i % 2}")
         with psycopg.connect(dsn) as conn:  # back to what version 1 left
+            for statement in schema.OBJECT_IDS_DROP:  # the index of object ids
+                conn.execute(statement)
             for statement in regions.DROP:  # version 5
                 conn.execute(statement)
             conn.execute("ALTER TABLE memories DROP COLUMN observed_at CASCADE")  # version 4

@@ -18,6 +18,8 @@ def _v3_store(dsn: str, tmp_path: Path) -> list[str]:
         for i in range(3):
             mem.learn(f"shelf {i} holds the spare batteries", collection="depot")
     with psycopg.connect(dsn) as conn:
+        for statement in schema.OBJECT_IDS_DROP:  # the index of object ids
+            conn.execute(statement)
         for statement in regions.DROP:  # the later spatial index
             conn.execute(statement)
         conn.execute(

@@ -37,10 +37,12 @@ def test_a_store_of_the_previous_version_gains_the_index(postgres_server: Any, t
             )
             mem.learn("the forklift has no position", context={"spatial": {"position": [7.0, "x"]}})
         with psycopg.connect(dsn) as conn:  # back to the version before the index
+            for statement in schema.OBJECT_IDS_DROP:  # the index of object ids
+                conn.execute(statement)
             for statement in regions.DROP:
                 conn.execute(statement)
             conn.execute(
-                "UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(schema.SCHEMA_VERSION - 1),)
+                "UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(schema.SCHEMA_VERSION - 2),)
             )
         with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
             assert _positions(dsn) == [(1, "map", 2, 7.0, 1.0, None), (2, "yard", 3, 7.0, 1.0, 2.0)]

@@ -85,6 +85,8 @@ def test_a_version_2_store_is_counted_when_opened(postgres_server: Any, tmp_path
             for i in range(9):
                 _learn(mem, i)
         with psycopg.connect(dsn) as conn:  # back to what version 2 left
+            for statement in schema.OBJECT_IDS_DROP:  # the index of object ids
+                conn.execute(statement)
             conn.execute("ALTER TABLE memories DROP COLUMN observed_at CASCADE")  # version 4
             conn.execute("DROP TABLE context_value_counts")
             conn.execute("DROP FUNCTION rm_count_value_rows CASCADE")

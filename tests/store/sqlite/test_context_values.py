@@ -126,6 +126,8 @@ def test_a_version_4_file_gains_the_index_of_its_stored_contexts(tmp_path: Path)
         conn.execute(f"DROP TRIGGER {trigger}")
     conn.execute("DROP TABLE context_values")
     conn.execute("DROP TABLE memory_episode_vectors")
+    for statement in migrations.OBJECT_IDS_DROP:  # the later index of object ids
+        conn.execute(statement)
     for statement in regions.DROP:  # the later spatial index, which a version-4 file lacks
         conn.execute(statement)
     conn.execute("DROP TRIGGER memories_logged_update")

@@ -21,6 +21,7 @@ from robotmem.store.postgres import candidates, text_index
 from robotmem.store.postgres.vectors import as_vector
 from robotmem.store.protocol import VectorBatch
 from robotmem.store.shared import rows
+from robotmem.store.shared.checks import PYFORMAT
 from robotmem.text.naming import context_values
 
 _FACTS = "m.status = 'active' AND m.type = 'fact' AND m.collection = %(p_collection)s"
@@ -183,6 +184,14 @@ class Memories:
             (list(ids),),
         )
         return {int(memory_id): (object_id or None, label or None) for memory_id, object_id, label in found}
+
+    def object_track(
+        self, collection: str, object_id: str, since: str | None, until: str | None
+    ) -> tuple[int, int] | None:
+        params = {"collection": collection, "object_id": object_id, "since": since, "until": until}
+        return rows.object_track(
+            self._conn.execute(rows.object_track_query(PYFORMAT, since, until), params).fetchone()
+        )
 
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if not ids:

@@ -465,12 +465,30 @@ def _migrate_spatial_index(conn: psycopg.Connection) -> None:
     regions.create(conn)
 
 
+# An object's sightings by key: ``object_id`` is the text at ``context.object.id`` (else NULL; the rule of
+# ``sightings``), and the index finds an object's latest sighting and counts its sightings in a window from
+# the index alone (``MemoryRows.object_track``). Adding a stored column rewrites the table once.
+_OBJECT_IDS = """
+ALTER TABLE memories ADD COLUMN object_id text COLLATE "C" GENERATED ALWAYS AS (
+    CASE WHEN jsonb_typeof(context #> '{object,id}') = 'string' THEN context #>> '{object,id}' END) STORED;
+CREATE INDEX idx_mem_object ON memories(collection, object_id, observed_at, id)
+    WHERE status = 'active' AND object_id IS NOT NULL;
+"""
+# What ``_migrate_object_ids`` adds, undone (tests write stores of earlier versions this way).
+OBJECT_IDS_DROP = ("ALTER TABLE memories DROP COLUMN object_id",)
+
+
+def _migrate_object_ids(conn: psycopg.Connection) -> None:
+    conn.execute(_OBJECT_IDS)
+
+
 MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
     _migrate_spatial_index,
+    _migrate_object_ids,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -22,6 +22,7 @@ from robotmem.formats import strict_json
 from robotmem.formats.validation import read_timestamp
 from robotmem.records import Memory, NewMemory, Session, SessionCounts, Sighting
 from robotmem.rules.consolidation import decayed_confidence
+from robotmem.store.shared.checks import Placeholders
 
 T = TypeVar("T")
 
@@ -119,6 +120,28 @@ def row_to_sighting(row: Sequence[Any]) -> Sighting:
         frame,
         str(observed),
     )
+
+
+def object_track_query(mark: Placeholders, since: str | None, until: str | None) -> str:
+    """SQL of ``MemoryTable.object_track``, parameters ``collection``, ``object_id``, ``since``, ``until``:
+    the newest active sighting's id (``observed_at``, then id) and the count, both from the index on
+    ``(collection, object_id, observed_at)`` that each engine's schema keeps (``object_id`` is the text at
+    ``context.object.id``)."""
+    window = "".join(
+        f" AND observed_at {op} {mark(name)}" for name, op, at in (("since", ">=", since), ("until", "<=", until))
+        if at is not None
+    )  # fmt: skip
+    where = (
+        f"FROM memories WHERE collection = {mark('collection')} AND object_id = {mark('object_id')} "
+        f"AND status = 'active'{window}"
+    )
+    newest = f"SELECT id {where} ORDER BY observed_at DESC, id DESC LIMIT 1"
+    return f"SELECT ({newest}), (SELECT count(*) {where})"
+
+
+def object_track(found: Sequence[Any] | None) -> tuple[int, int] | None:
+    """``(latest id, count)`` from the row of ``object_track_query``, None when it counted none."""
+    return None if found is None or found[0] is None else (int(found[0]), int(found[1]))
 
 
 def named_objects(pairs: Iterable[tuple[Any, Any]]) -> set[tuple[str | None, str | None]]:

@@ -14,6 +14,7 @@ from robotmem.records import Memory, NewMemory, Sighting
 from robotmem.rules.consolidation import Candidate
 from robotmem.store.protocol import VectorBatch
 from robotmem.store.shared import rows
+from robotmem.store.shared.checks import NAMED
 from robotmem.store.sqlite import columns, search, text_index
 from robotmem.store.sqlite import vectors as vector_rows
 from robotmem.text.tokens import numbers_query
@@ -178,6 +179,14 @@ class Memories:
             ):
                 found[memory_id] = (object_id or None, label or None)
         return found
+
+    def object_track(
+        self, collection: str, object_id: str, since: str | None, until: str | None
+    ) -> tuple[int, int] | None:
+        params = {"collection": collection, "object_id": object_id, "since": since, "until": until}
+        return rows.object_track(
+            self._conn.execute(rows.object_track_query(NAMED, since, until), params).fetchone()
+        )
 
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if self._mirror is not None:

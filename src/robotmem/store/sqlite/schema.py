@@ -276,6 +276,26 @@ def _migrate_spatial_index(conn: sqlite3.Connection) -> None:
     regions.create(conn)
 
 
+# What ``_migrate_object_ids`` adds, undone (tests write files of earlier versions this way).
+OBJECT_IDS_DROP = ("DROP INDEX idx_mem_object", "ALTER TABLE memories DROP COLUMN object_id")
+
+
+def _migrate_object_ids(conn: sqlite3.Connection) -> None:
+    """An object's sightings by key: ``object_id`` is the text at ``context.object.id`` (else NULL; the rule
+    of ``sightings``; a damaged context names none), computed from the context, and the index finds an
+    object's latest sighting and counts its sightings in a window from the index alone
+    (``MemoryRows.object_track``). A virtual column: nothing is rewritten, the index is built once."""
+    conn.execute(
+        "ALTER TABLE memories ADD COLUMN object_id TEXT GENERATED ALWAYS AS (CASE WHEN json_valid(context) "
+        "THEN CASE WHEN json_type(context, '$.object.id') = 'text' THEN json_extract(context, '$.object.id') "
+        "END END) VIRTUAL"
+    )
+    conn.execute(
+        "CREATE INDEX idx_mem_object ON memories(collection, object_id, observed_at) "
+        "WHERE status = 'active' AND object_id IS NOT NULL"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
@@ -284,6 +304,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v5,
     _migrate_v6,
     _migrate_spatial_index,
+    _migrate_object_ids,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
