@@ -126,27 +126,29 @@ class Memories:
         # no text is quoted into an array literal (the same values arrive; the client's time halves).
         arrays = ", ".join(f"%({name})b::{_ARRAY_TYPES.get(name, 'text')}[]" for name in columns)
         made = ", ".join(_MADE.get(name, name) for name in columns)
-        conn.execute(
-            f"INSERT INTO memories ({names}) SELECT {made} FROM unnest({arrays}) AS x({names})", columns
-        )
         tagged = rows.new_tags(ids, news)
-        if tagged:
-            conn.execute(
-                "INSERT INTO memory_tags (memory_id, tag, source) SELECT m, t, 'auto' "
-                "FROM unnest(%s::bigint[], %s::text[]) AS x(m, t) ON CONFLICT DO NOTHING",
-                ([m for m, _ in tagged], [t for _, t in tagged]),
-            )
         payloads = rows.new_payloads(ids, news)
-        if payloads:
+        entries = [text_index.encode(n.index_body) for n in news]
+        # Nothing below reads a result: the statements go in one pipeline, one round trip for all of them
+        # (a failure still raises, at the pipeline's end, and the write rolls back).
+        with conn.pipeline():
             conn.execute(
-                "INSERT INTO perception_payloads (memory_id, data, metadata) "
-                "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[])",
-                ([p[0] for p in payloads], [p[1] for p in payloads], [p[2] for p in payloads]),
+                f"INSERT INTO memories ({names}) SELECT {made} FROM unnest({arrays}) AS x({names})", columns
             )
-        text_index.insert(
-            conn, ids, [n.collection for n in news], [text_index.encode(n.index_body) for n in news]
-        )
-        write_values(conn, [(m, n.collection, n.context) for m, n in zip(ids, news, strict=True)])
+            if tagged:
+                conn.execute(
+                    "INSERT INTO memory_tags (memory_id, tag, source) SELECT m, t, 'auto' "
+                    "FROM unnest(%s::bigint[], %s::text[]) AS x(m, t) ON CONFLICT DO NOTHING",
+                    ([m for m, _ in tagged], [t for _, t in tagged]),
+                )
+            if payloads:
+                conn.execute(
+                    "INSERT INTO perception_payloads (memory_id, data, metadata) "
+                    "SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[])",
+                    ([p[0] for p in payloads], [p[1] for p in payloads], [p[2] for p in payloads]),
+                )
+            text_index.insert(conn, ids, [n.collection for n in news], entries)
+            write_values(conn, [(m, n.collection, n.context) for m, n in zip(ids, news, strict=True)])
         return ids
 
     def get(self, memory_id: int) -> Memory:
