@@ -71,3 +71,27 @@ def test_a_failure_inside_the_pipeline_writes_nothing(postgres_server: Any, tmp_
         assert np.array_equal(np.array(str(vectors[0]).strip("[]").split(","), dtype=np.float32), expected)
     finally:
         postgres_server.drop(dsn)
+
+
+def test_the_batch_that_takes_id_1000_gives_the_planner_statistics(
+    postgres_server: Any, tmp_path: Path
+) -> None:
+    dsn = postgres_server.create()
+
+    def analyzed() -> list[tuple[str, float]]:
+        with psycopg.connect(dsn) as conn:
+            found = conn.execute(
+                "SELECT c.relname, c.reltuples FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid "
+                "WHERE c.relname IN ('memories', 'memory_terms') AND s.last_analyze IS NOT NULL ORDER BY 1"
+            ).fetchall()
+        return [(str(name), float(rows)) for name, rows in found]
+
+    try:
+        batch = [{"description": f"pallet {i} at dock two"} for i in range(600)]
+        with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
+            mem.save_perceptions(batch)
+            assert analyzed() == []
+            mem.save_perceptions(batch)
+            assert analyzed() == [("memories", 1200.0), ("memory_terms", 1200.0)]
+    finally:
+        postgres_server.drop(dsn)
