@@ -147,11 +147,11 @@ def test_a_store_of_the_version_before_indexes_the_object_ids_it_holds(
             memory,
             sqlite=[
                 *sqlite_schema.OBJECT_IDS_DROP,
-                f"PRAGMA user_version = {sqlite_schema.SCHEMA_VERSION - 1}",
+                f"PRAGMA user_version = {sqlite_schema.MIGRATIONS.index(sqlite_schema._migrate_object_ids)}",
             ],
             postgres=[
                 *pg_schema.OBJECT_IDS_DROP,
-                f"UPDATE meta SET value = '{pg_schema.SCHEMA_VERSION - 1}' WHERE key = 'schema_version'",
+                f"UPDATE meta SET value = '{pg_schema.MIGRATIONS.index(pg_schema._migrate_object_ids)}' WHERE key = 'schema_version'",
             ],
         )
     with RobotMemory(where, embed_backend="hash", settings=settings) as memory:

@@ -75,3 +75,26 @@ def test_the_patrol_benchmark_stores_into_the_server_and_asks_it_again(
             assert conn.execute("SELECT count(*) FROM memories").fetchone() == row  # not stored twice
     finally:
         postgres_server.drop(dsn)
+
+
+@pytest.mark.slow
+def test_the_ingest_benchmark_stores_the_log_on_both_engines(postgres_server: Any, tmp_path: Path) -> None:
+    """``benchmarks/ingest.py`` stores the first records of a patrol log into a SQLite file and a
+    PostgreSQL database and counts the same memories and calls on both."""
+    from benchmarks import ingest
+    from benchmarks.patrol_data import generate
+
+    log = ingest.first(generate(300, seed=3), 250)
+    assert len(log) == 250
+    on_sqlite = ingest.store(tmp_path / "ingest.db", log, None, tmp_path / "sqlite.prof")
+    dsn = postgres_server.create()
+    try:
+        on_postgres = ingest.store(dsn, log, None, None)
+    finally:
+        postgres_server.drop(dsn)
+    for result in (on_sqlite, on_postgres):
+        assert result["records"] == 250 and result["records_per_s"] > 0
+        assert result["calls"]["learn"] == int((log.kinds[:250] == 1).sum())
+    assert on_sqlite["memories"] == on_postgres["memories"] == 250
+    assert on_sqlite["calls"] == on_postgres["calls"]
+    assert (tmp_path / "sqlite.prof").stat().st_size > 0

@@ -42,7 +42,8 @@ def test_a_store_of_the_previous_version_gains_the_index(postgres_server: Any, t
             for statement in regions.DROP:
                 conn.execute(statement)
             conn.execute(
-                "UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(schema.SCHEMA_VERSION - 2),)
+                "UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                (str(schema.MIGRATIONS.index(schema._migrate_spatial_index)),),
             )
         with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
             assert _positions(dsn) == [(1, "map", 2, 7.0, 1.0, None), (2, "yard", 3, 7.0, 1.0, 2.0)]
