@@ -51,13 +51,13 @@ _SIGHTING_COLUMNS = (
 # expression that makes a column of the unnested row (the column itself unless named here).
 _ARRAY_TYPES = {"id": "bigint", "confidence": "float8", "base_confidence": "float8", "embedding": "vector"}
 _MADE = {"context": "context::jsonb"}
-# PostgreSQL's jsonb cannot hold the character U+0000 in a string: the filterable copy of a context
-# carries U+FFFD there (the text copy keeps the original).
 # The ids at which the batch that takes one gives the planner statistics of the memories and their terms.
 # A new store has none until autovacuum's first visit (a minute or more): the planner then takes every
 # condition for equally rare and answered learn's exact-duplicate and active-fact lookups from the
 # (collection, status) index, reading every memory (5 ms each at 20k memories, 14 % of a log's import).
 ANALYZE_AT = (1_000, 10_000)
+# PostgreSQL's jsonb cannot hold the character U+0000 in a string: the filterable copy of a context
+# carries U+FFFD there (the text copy keeps the original).
 _NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 
@@ -199,10 +199,7 @@ class Memories:
     def object_track(
         self, collection: str, object_id: str, since: str | None, until: str | None
     ) -> tuple[int, int] | None:
-        params = {"collection": collection, "object_id": object_id, "since": since, "until": until}
-        return rows.object_track(
-            self._conn.execute(rows.object_track_query(PYFORMAT, since, until), params).fetchone()
-        )
+        return rows.object_track(self._conn, PYFORMAT, collection, object_id, since, until)
 
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if not ids:

@@ -467,7 +467,7 @@ def _migrate_spatial_index(conn: psycopg.Connection) -> None:
 
 # An object's sightings by key: ``object_id`` is the text at ``context.object.id`` (else NULL; the rule of
 # ``sightings``), and the index finds an object's latest sighting and counts its sightings in a window from
-# the index alone (``MemoryRows.object_track``). Adding a stored column rewrites the table once.
+# the index alone (``MemoryTable.object_track``). Adding a stored column rewrites the table once.
 _OBJECT_IDS = """
 ALTER TABLE memories ADD COLUMN object_id text COLLATE "C" GENERATED ALWAYS AS (
     CASE WHEN jsonb_typeof(context #> '{object,id}') = 'string' THEN context #>> '{object,id}' END) STORED;

@@ -22,7 +22,7 @@ from robotmem.formats import strict_json
 from robotmem.formats.validation import read_timestamp
 from robotmem.records import Memory, NewMemory, Session, SessionCounts, Sighting
 from robotmem.rules.consolidation import decayed_confidence
-from robotmem.store.shared.checks import Placeholders
+from robotmem.store.shared.checks import Connection, Placeholders
 
 T = TypeVar("T")
 
@@ -122,9 +122,16 @@ def row_to_sighting(row: Sequence[Any]) -> Sighting:
     )
 
 
-def object_track_query(mark: Placeholders, since: str | None, until: str | None) -> str:
-    """SQL of ``MemoryTable.object_track``, parameters ``collection``, ``object_id``, ``since``, ``until``:
-    the newest active sighting's id (``observed_at``, then id) and the count, both from the index on
+def object_track(
+    conn: Connection,
+    mark: Placeholders,
+    collection: str,
+    object_id: str,
+    since: str | None,
+    until: str | None,
+) -> tuple[int, int] | None:
+    """``MemoryTable.object_track`` in either dialect (``mark``): the newest active sighting's id
+    (``observed_at``, then id) and the count, None when there is none, both from the index on
     ``(collection, object_id, observed_at)`` that each engine's schema keeps (``object_id`` is the text at
     ``context.object.id``)."""
     window = "".join(
@@ -136,11 +143,8 @@ def object_track_query(mark: Placeholders, since: str | None, until: str | None)
         f"AND status = 'active'{window}"
     )
     newest = f"SELECT id {where} ORDER BY observed_at DESC, id DESC LIMIT 1"
-    return f"SELECT ({newest}), (SELECT count(*) {where})"
-
-
-def object_track(found: Sequence[Any] | None) -> tuple[int, int] | None:
-    """``(latest id, count)`` from the row of ``object_track_query``, None when it counted none."""
+    params = {"collection": collection, "object_id": object_id, "since": since, "until": until}
+    found = conn.execute(f"SELECT ({newest}), (SELECT count(*) {where})", params).fetchone()
     return None if found is None or found[0] is None else (int(found[0]), int(found[1]))
 
 

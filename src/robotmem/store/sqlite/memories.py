@@ -183,10 +183,7 @@ class Memories:
     def object_track(
         self, collection: str, object_id: str, since: str | None, until: str | None
     ) -> tuple[int, int] | None:
-        params = {"collection": collection, "object_id": object_id, "since": since, "until": until}
-        return rows.object_track(
-            self._conn.execute(rows.object_track_query(NAMED, since, until), params).fetchone()
-        )
+        return rows.object_track(self._conn, NAMED, collection, object_id, since, until)
 
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if self._mirror is not None:

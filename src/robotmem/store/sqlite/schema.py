@@ -284,7 +284,7 @@ def _migrate_object_ids(conn: sqlite3.Connection) -> None:
     """An object's sightings by key: ``object_id`` is the text at ``context.object.id`` (else NULL; the rule
     of ``sightings``; a damaged context names none), computed from the context, and the index finds an
     object's latest sighting and counts its sightings in a window from the index alone
-    (``MemoryRows.object_track``). A virtual column: nothing is rewritten, the index is built once."""
+    (``MemoryTable.object_track``). A virtual column: nothing is rewritten, the index is built once."""
     conn.execute(
         "ALTER TABLE memories ADD COLUMN object_id TEXT GENERATED ALWAYS AS (CASE WHEN json_valid(context) "
         "THEN CASE WHEN json_type(context, '$.object.id') = 'text' THEN json_extract(context, '$.object.id') "
