@@ -94,54 +94,16 @@ class TimedMemory:
         return self._timed("learn", *args, **kwargs)
 
 
-class Cluster:
-    """A throwaway cluster under /tmp with the server's defaults (durable commits), pg_stat_statements loaded."""
-
-    def __init__(self) -> None:
-        from tests.postgres_server import USER, _free_port, binaries
-
-        self.bin = binaries()
-        self.root = Path(tempfile.mkdtemp(prefix="robotmem-ingest-"))
-        self.port = _free_port()
-        self.user = USER
-        self._as_postgres = os.geteuid() == 0
-        if self._as_postgres:
-            import pwd
-
-            entry = pwd.getpwnam("postgres")
-            os.chown(self.root, entry.pw_uid, entry.pw_gid)
-        data = str(self.root / "data")
-        self._run(
-            [str(self.bin / "initdb"), "-D", data, "-U", USER, "--auth=trust", "-E", "UTF8", "--locale=C"]
-        )
-        options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c shared_buffers=1GB "
-            "-c shared_preload_libraries=pg_stat_statements -c max_wal_size=4GB"
-        )
-        log = str(self.root / "log")
-        self._run([str(self.bin / "pg_ctl"), "-D", data, "-o", options, "-l", log, "-w", "start"])
-
-    def _run(self, command: list[str]) -> None:
-        import subprocess
-
-        if self._as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
-        subprocess.run(command, check=True, capture_output=True, text=True)
-
-    def dsn(self, database: str) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
-
-    def stop(self) -> None:
-        import shutil
-
-        self._run([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"])
-        shutil.rmtree(self.root, ignore_errors=True)
+# The ingest's server: durable commits as a robot's store has them, pg_stat_statements for ``--statements``.
+DURABLE = "-c shared_buffers=1GB -c shared_preload_libraries=pg_stat_statements -c max_wal_size=4GB"
 
 
 @contextlib.contextmanager
 def fresh_database(dsn: str | None, keep: bool = False) -> Iterator[str]:
     """An empty database with the vector extension, dropped afterwards (unless ``keep``, on ``dsn``'s server)."""
-    cluster = Cluster() if dsn is None else None
+    from tests.postgres_server import PostgresServer
+
+    cluster = PostgresServer(DURABLE) if dsn is None else None
     admin = cluster.dsn("postgres") if cluster is not None else dsn
     assert admin is not None
     name = f"robotmem_ingest_{os.getpid()}"

@@ -43,10 +43,15 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class PostgresServer:
-    """One cluster for the test session."""
+# The tests' server: no durable commits (a test's database is dropped anyway), many connections.
+FAST = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
 
-    def __init__(self) -> None:
+
+class PostgresServer:
+    """One cluster for the test session; ``settings`` are the server's ``-c`` options (``FAST`` by default;
+    a benchmark of writes wants the server's durable defaults)."""
+
+    def __init__(self, settings: str = FAST) -> None:
         self.bin = binaries()
         self.root = Path(tempfile.mkdtemp(prefix="robotmem-pg-"))
         self.data = self.root / "data"
@@ -69,10 +74,7 @@ class PostgresServer:
                 "--locale=C",
             ]
         )
-        options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
-        )
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {settings}"
         self._run(
             [
                 str(self.bin / "pg_ctl"),
