@@ -143,6 +143,49 @@ def test_recall_equals_a_scan_over_random_positions(mem: RobotMemory) -> None:
         assert _ids(mem, region=raw) == expected
 
 
+def test_a_region_within_a_window_equals_a_scan(mem: RobotMemory) -> None:
+    """Region, time window and a query together: exactly the memories in both, by brute force (on
+    PostgreSQL such a scope is listed once from the positions' time index and both channels rank it)."""
+    rng = random.Random(11)
+    start = 1_767_225_600  # 2026-01-01T00:00:00Z
+    batch: list[tuple[str, tuple[float, ...], int]] = []
+    for _ in range(160):
+        frame = rng.choice(["map", "odom"])
+        position = [round(rng.uniform(-5, 5), 1) for _ in range(3)]
+        moment = start + 60 * rng.randrange(0, 24 * 60)
+        batch.append((frame, tuple(position), moment))
+    stored = mem.save_perceptions(
+        [
+            {
+                "description": f"sighting {i}: a {rng.choice(['red', 'blue'])} box on the floor",
+                "perception_type": "visual",
+                "context": {"spatial": {"position": list(p), "frame": f}},
+                "observed_at": t,
+            }
+            for i, (f, p, t) in enumerate(batch)
+        ]
+    )
+    points = {int(s["memory_id"]): row for s, row in zip(stored, batch, strict=True)}
+    sizes = []
+    for _ in range(10):
+        frame = rng.choice(["map", "odom"])
+        raw: dict[str, Any] = {"center": [rng.uniform(-3, 3) for _ in range(3)], "radius": rng.uniform(1, 5)}
+        raw["frame"] = frame
+        region = Region(("spatial", "position"), frame, **_shape(raw))
+        since = start + 60 * rng.randrange(0, 20 * 60)
+        until = since + 60 * rng.randrange(30, 8 * 60)
+        expected = {
+            m for m, (f, p, t) in points.items() if f == frame and since <= t <= until and _inside(region, p)
+        }
+        window = {"region": raw, "since": since, "until": until}
+        assert _ids(mem, **window) == expected
+        assert _ids(mem, "box", **window) == expected  # every memory holds the word
+        hits = mem.recall("box on the floor", n=3, min_confidence=0.0, **window)["memories"]
+        assert {int(h["id"]) for h in hits} <= expected and len(hits) == min(3, len(expected))
+        sizes.append(len(expected))
+    assert max(sizes) >= 3 and min(sizes) < max(sizes)  # the windows and regions chosen hold something
+
+
 def _shape(raw: dict[str, Any]) -> dict[str, Any]:
     if "radius" in raw:
         return {"center": tuple(raw["center"]), "radius": raw["radius"]}

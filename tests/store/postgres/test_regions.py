@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pgvector.psycopg import register_vector
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -15,7 +16,8 @@ from robotmem.query.filters import parse_filter
 from robotmem.query.regions import parse_region
 from robotmem.store.postgres import regions, schema
 from robotmem.store.postgres.candidates import PgCandidates
-from robotmem.store.protocol import RecallScope
+from robotmem.store.protocol import ChannelQuery, RecallScope
+from robotmem.text.tokens import query_tokens
 
 
 def _positions(dsn: str) -> list[tuple[Any, ...]]:
@@ -213,5 +215,110 @@ def test_a_limited_listing_walks_a_wide_region_and_boxes_a_small_one(
                     assert source.listed(3, order=order) == full[:3]
                     assert ("p.box &&" not in recording.statements[-1]) is walked, (region, order)
         assert len(stored) > 100
+    finally:
+        postgres_server.drop(dsn)
+
+
+def test_a_store_of_version_7_gives_its_positions_their_times(postgres_server: Any, tmp_path: Path) -> None:
+    """Schema 8 copies each memory's ``observed_at`` into its position (the migration for stored rows, the
+    trigger for every later write, a changed time included) and indexes them by frame and time."""
+    dsn = postgres_server.create()
+    settings = Settings(home=tmp_path)
+    try:
+        with RobotMemory(dsn, embed_backend="none", settings=settings) as mem:
+            early = mem.learn(
+                "the pallet waits at bay one",
+                context={"spatial": {"position": [1.0, 1.0, 0.0]}},
+                observed_at="2026-01-01T08:00:00Z",
+            )["memory_id"]
+            late = mem.learn(
+                "the crate waits at bay two",
+                context={"spatial": {"position": [1.5, 1.0, 0.0]}},
+                observed_at="2026-01-01T12:00:00Z",
+            )["memory_id"]
+        with psycopg.connect(dsn) as conn:  # back to the version before the positions' times
+            for statement in regions.TIMED_DROP:
+                conn.execute(statement)
+            conn.execute(
+                "UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                (str(schema.MIGRATIONS.index(schema._migrate_timed_positions)),),
+            )
+        region = {"center": [1, 1, 0], "radius": 1}
+        with RobotMemory(dsn, embed_backend="none", settings=settings) as mem:
+            assert _times(dsn) == {
+                early: "2026-01-01T08:00:00.000000+00:00",
+                late: "2026-01-01T12:00:00.000000+00:00",
+            }
+            found = mem.recall("", region=region, since="2026-01-01T10:00:00Z")["memories"]
+            assert [m["id"] for m in found] == [late]
+            mem.update(early, "the pallet waits at bay one again", observed_at="2026-01-01T13:00:00Z")
+            assert _times(dsn)[early] == "2026-01-01T13:00:00.000000+00:00"
+            found = mem.recall("bay", region=region, since="2026-01-01T10:00:00Z")["memories"]
+            assert {m["id"] for m in found} == {early, late}
+            assert mem.recall("", region=region, until="2026-01-01T10:00:00Z")["memories"] == []
+        with psycopg.connect(dsn) as conn:
+            conn.execute("SET enable_seqscan = off")  # a table this small is scanned otherwise
+            conn.execute("SET enable_bitmapscan = off")
+            plan = "\n".join(
+                str(r[0])
+                for r in conn.execute(
+                    "EXPLAIN SELECT memory_id FROM memory_positions WHERE frame = 'map' "
+                    "AND observed_at >= '2026-01-01T10' AND observed_at <= '2026-01-01T14'"
+                )
+            )
+        assert "idx_memory_positions_time" in plan
+    finally:
+        postgres_server.drop(dsn)
+
+
+def _times(dsn: str) -> dict[int, str]:
+    with psycopg.connect(dsn) as conn:
+        return {
+            int(r[0]): str(r[1]) for r in conn.execute("SELECT memory_id, observed_at FROM memory_positions")
+        }
+
+
+def test_a_region_within_a_window_is_listed_once_and_ranked_exactly(
+    postgres_server: Any, tmp_path: Path
+) -> None:
+    """A region within a time window is listed with each memory's cosine in one statement; both channels
+    rank only those memories, and give what the same channels give over the scope's predicate."""
+    dsn = postgres_server.create()
+    try:
+        with RobotMemory(dsn, embed_backend="hash", settings=Settings(home=tmp_path)) as mem:
+            rng = np.random.default_rng(3)
+            mem.save_perceptions(
+                [
+                    {
+                        "description": f"{rng.choice(['red', 'blue', 'green'])} box number {k} on the floor",
+                        "perception_type": "visual",
+                        "context": {"spatial": {"position": [float(v) for v in rng.uniform(-3, 3, 3)]}},
+                        "observed_at": 1_767_225_600 + 60 * k,
+                    }
+                    for k in range(200)
+                ]
+            )
+            vector = mem.engine.embed("a red box", is_query=True)
+        region = parse_region({"field": "spatial.position", "center": [0, 0, 0], "radius": 2.5})
+        window = parse_filter(
+            {"observed_at": {"$gte": "2026-01-01T00:30:00.000000+00:00", "$lte": "2026-01-01T02:00:00+00:00"}}
+        )
+        scope = RecallScope("default", 0.0, filter=window, region=region)
+        with psycopg.connect(dsn) as conn, conn.transaction():
+            register_vector(conn)
+            listed = PgCandidates(conn, scope)
+            assert listed._lists_scope()  # noqa: SLF001
+            ids = listed._listed_scope(vector)  # noqa: SLF001
+            assert ids is not None
+            rows = conn.execute(f"SELECT m.id FROM memories m WHERE {listed.where}", listed.params)
+            expected = {int(r[0]) for r in rows}
+            assert set(ids.tolist()) == expected and 0 < len(expected) < 200
+            query = ChannelQuery(words=tuple(query_tokens("red")), vector=vector, depth=10)
+            answer = listed.ranked(query)
+            probed = PgCandidates(conn, scope)
+            probed._listing = False  # noqa: SLF001  the same scope through its predicate
+            reference = probed.ranked(query)
+        assert answer.text == reference.text and answer.vectors == reference.vectors
+        assert answer.vectors and {m for m, _ in answer.vectors} <= expected
     finally:
         postgres_server.drop(dsn)

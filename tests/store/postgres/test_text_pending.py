@@ -52,7 +52,8 @@ def test_the_migration_turns_the_list_off_and_merges_it(postgres_server: Any, tm
         assert _pending_rows(dsn) > 0
         with psycopg.connect(dsn) as conn:
             conn.execute(
-                "UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(schema.SCHEMA_VERSION - 1),)
+                "UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                (str(schema.MIGRATIONS.index(schema._migrate_terms_without_pending_list)),),
             )
         with RobotMemory(dsn, embed_backend="none", settings=Settings(home=tmp_path)) as mem:
             assert _options(dsn) == ["fastupdate=off"]

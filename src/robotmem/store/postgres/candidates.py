@@ -38,8 +38,13 @@ from robotmem.store.postgres.filters import PgFilter
 from robotmem.store.postgres.passing import BoolArray, PassingMasks
 from robotmem.store.postgres.points import SpatialPoints
 from robotmem.store.postgres.postings import Ranking, TextPostings
-from robotmem.store.postgres.vectors import is_short_window, search_episode_vectors, search_vectors
-from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope
+from robotmem.store.postgres.vectors import (
+    as_vector,
+    is_short_window,
+    search_episode_vectors,
+    search_vectors,
+)
+from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
 from robotmem.text.tokens import query_tokens, word_set
 
 
@@ -192,6 +197,9 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
+_COMPARED = {"$gte": ">=", "$gt": ">", "$lte": "<=", "$lt": "<"}
+
+
 def _time_bounds(node: Node | None) -> list[Condition]:
     """The conditions bounding ``observed_at`` that every passing memory meets (parts of an ``All``)."""
     if isinstance(node, Condition):
@@ -219,6 +227,10 @@ _ORDERS = {
     "newest": "m.created_at DESC, m.id DESC",
     "recent": "m.observed_at DESC, m.id DESC",
 }
+# A region within a time window is listed (``PgCandidates._lists_scope``) when the planner counts fewer of
+# the frame's positions in the window than this: reading them costs ~1 µs each (1M sightings, a 6-hour
+# window: ~40,000), where walking the vector index with so selective a filter cost 100-560 ms.
+_LISTED_BELOW = 200_000
 # Ranked memories checked against the filters on the server before ranking there is cheaper.
 _MOST_CHECKED = 20_000
 # A region whose box holds this share of its collection's memories (at most this many positions counted)
@@ -345,12 +357,21 @@ class PgCandidates:
         self._mask_where, self._mask_params = self.where, dict(self.params)
         self._window = _time_bounds(scope.filter)
         self._region = scope.region
+        self._is_narrow: bool | None = None
+        self._listing: bool | None = None
+        self._listed: npt.NDArray[np.int64] | None = None
+        # The listed memories with a vector of the query's model, most similar first, and their cosines.
+        self._listed_cosines: tuple[VectorQuery, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
+        # The window's bounds a region's positions are read by (stored times; ``regions.predicate``).
+        self._region_window = [
+            (_COMPARED[c.operator], c.operand) for c in self._window if isinstance(c.operand, str)
+        ]
         self._probed_where: str | None = None  # the region probed by id only (``listed`` with a limit)
         if scope.region is not None:
             # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
             # tell (``regions.predicate``): with one, the region is checked on the window's memories.
             windowed = reads_volatile(scope.filter, UNCACHED_FIELDS)
-            inside, bound = regions.predicate(scope.region, indexed=not windowed)
+            inside, bound = regions.predicate(scope.region, indexed=not windowed, window=self._region_window)
             if not windowed:
                 probed, _ = regions.predicate(scope.region, indexed=False)
                 self._probed_where = f"{self.where} AND {probed}"
@@ -358,12 +379,59 @@ class PgCandidates:
             self.params.update(bound)
 
     def _narrow(self) -> bool:
-        """Whether the scope's time window holds few enough memories to search their vectors exactly."""
-        if not self._window:
-            return False
-        builder = PgFilter("w")
-        where = builder.compile(All(tuple(self._window)))
-        return is_short_window(self._conn, self._collection, where, builder.params)
+        """Whether the scope's time window holds few enough memories to search their vectors exactly
+        (asked of the planner once per recall)."""
+        if self._is_narrow is None:
+            builder = PgFilter("w")
+            where = builder.compile(All(tuple(self._window))) if self._window else ""
+            self._is_narrow = bool(where) and is_short_window(
+                self._conn, self._collection, where, builder.params
+            )
+        return self._is_narrow
+
+    def _lists_scope(self) -> bool:
+        """Whether this recall lists its scope once and ranks only those memories: a region within a time
+        window whose positions, by the planner's count of the frame's positions in the window, number
+        fewer than ``_LISTED_BELOW`` (asked once per recall)."""
+        if self._listing is None:
+            window = self._region_window
+            self._listing = (
+                self._region is not None
+                and bool(window)
+                and regions.positions_in_window(self._conn, self._region.frame, window) < _LISTED_BELOW
+            )
+        return self._listing
+
+    def _listed_scope(self, vector: VectorQuery | None = None) -> npt.NDArray[np.int64] | None:
+        """The ids of the scope's memories when it is listed (``_lists_scope``; else None), read once per
+        recall from the window's positions in the region's frame (``regions.predicate``), with each one's
+        cosine to ``vector`` when one is given: the vector channel is then these memories, exactly, and
+        BM25 ranks them in this process with their mask."""
+        if self._listed is None and self._lists_scope():
+            cosine, bound = "NULL", dict(self.params)
+            if vector is not None:
+                dim = int(vector.dim)
+                cosine = (
+                    f"CASE WHEN m.embedding_model = %(l_model)s AND vector_dims(m.embedding) = {dim} "
+                    "THEN m.embedding <=> %(l_query)s END"
+                )
+                bound.update(l_model=vector.model_id, l_query=as_vector(vector.vector))
+            # A few thousand rows: cheaper in one process than after starting parallel workers.
+            with self._conn.pipeline():
+                self._conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+                rows = self._conn.execute(f"SELECT m.id, {cosine} FROM memories m WHERE {self.where}", bound)
+                self._conn.execute("RESET max_parallel_workers_per_gather")
+            found = rows.fetchall()
+            self._listed = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+            if vector is not None:
+                distances = np.fromiter(
+                    (np.nan if r[1] is None else r[1] for r in found), dtype=np.float64, count=len(found)
+                )
+                held = ~np.isnan(distances)
+                ids, cosines = self._listed[held], 1.0 - distances[held]
+                order = np.lexsort((ids, -cosines))  # the order of ``search_vectors``: ties by id
+                self._listed_cosines = (vector, ids[order], cosines[order])
+        return self._listed
 
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
@@ -378,6 +446,9 @@ class PgCandidates:
                 allowed = allowed & inside
             self._allowed = allowed
             self._masks = None
+        elif self._allowed is None and (listed := self._listed_scope()) is not None:
+            self._allowed = np.zeros(int(listed.max()) + 1 if len(listed) else 0, dtype=np.bool_)
+            self._allowed[listed] = True
         return self._allowed
 
     def _held_mask(self, where: str, params: dict[str, Any]) -> BoolArray | None:
@@ -412,6 +483,8 @@ class PgCandidates:
         return self._postings
 
     def ranked(self, query: ChannelQuery) -> Ranked:
+        if self._lists_scope():
+            return self._ranked_listed(query)
         words, vector, depth = query.words, query.vector, query.depth
         postings = self._synced_postings() if words and vector is not None and depth > 0 else None
         allowed = self._scope_mask() if postings is not None else None
@@ -429,14 +502,50 @@ class PgCandidates:
             text = ranked.result()
         return Ranked(text, vectors, episode)
 
+    def _ranked_listed(self, query: ChannelQuery) -> Ranked:
+        """Both channels over a listed scope: this process ranks every BM25 match of the collection while
+        the server lists the scope with each memory's cosine; the matches are then kept to the listed."""
+        words, depth = query.words, query.depth
+        postings = self._synced_postings() if words and depth > 0 else None
+        matching = None
+        if postings is not None:
+            terms = text_index.query_terms(words)
+            matching = _beside_pool().submit(
+                postings.rank, terms, self._collection, query.min_coverage, query.k1, query.b
+            )
+        try:
+            self._listed_scope(query.vector)
+        finally:
+            matches = matching.result() if matching is not None else None
+        allowed = self._scope_mask()
+        if matches is not None and allowed is not None:
+            text = matches.passing(allowed).best(depth)
+        else:
+            text = self._text(words, depth, query.min_coverage, query.k1, query.b) if words else []
+        return Ranked(text, *self._cosine(query))
+
     def _cosine(self, query: ChannelQuery) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """The vector channel and, when asked, the episode vectors' (both empty without a query vector)."""
         vector = query.vector
         if vector is None:
             return [], []
-        found = search_vectors(
-            self._conn, vector, self.where, self.params, query.depth, hint=self.hint, exact=self._narrow()
-        )
+        listed = self._listed_scope(vector)
+        if listed is not None and self._listed_cosines is not None and self._listed_cosines[0] is vector:
+            _, ids, cosines = self._listed_cosines
+            found = list(zip(ids[: query.depth].tolist(), cosines[: query.depth].tolist(), strict=True))
+        elif listed is not None:
+            found = search_vectors(
+                self._conn,
+                vector,
+                "m.id = ANY(%(s_ids)s)",
+                {"s_ids": listed.tolist()},
+                query.depth,
+                exact=True,
+            )
+        else:
+            found = search_vectors(
+                self._conn, vector, self.where, self.params, query.depth, hint=self.hint, exact=self._narrow()
+            )
         if not query.episode_vectors:
             return found, []
         return found, search_episode_vectors(self._conn, vector, self.where, self.params, query.depth)

@@ -16,6 +16,7 @@ held in the process asks for it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,19 +27,15 @@ from robotmem.query.regions import DEFAULT_FRAME, Region
 
 _ANY_Z = 1e300
 
-CREATE = f"""
-CREATE EXTENSION IF NOT EXISTS cube;
-CREATE TABLE memory_positions (
-    memory_id bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
-    frame     text NOT NULL,
-    dims      int NOT NULL,
-    x         float8 NOT NULL,
-    y         float8 NOT NULL,
-    z         float8,
-    box       cube NOT NULL
-);
-CREATE INDEX idx_memory_positions_box ON memory_positions USING gist (box);
-CREATE FUNCTION rm_index_position_of(memory bigint, context jsonb) RETURNS void LANGUAGE plpgsql AS $$
+
+def _functions(*, timed: bool) -> str:
+    """The trigger functions that keep ``memory_positions``: ``timed`` (schema 8) also copies each memory's
+    ``observed_at``, so a region with a time window is found from the positions alone."""
+    observed = ", observed text" if timed else ""
+    column, value = (", observed_at", ", observed") if timed else ("", "")
+    passed = ", NEW.observed_at" if timed else ""
+    return f"""
+CREATE OR REPLACE FUNCTION rm_index_position_of(memory bigint, context jsonb{observed}) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     p jsonb;
     f jsonb;
@@ -70,26 +67,77 @@ BEGIN
     IF x IS NULL OR y IS NULL OR (n = 3 AND z IS NULL) THEN
         RETURN;
     END IF;
-    INSERT INTO memory_positions (memory_id, frame, dims, x, y, z, box) VALUES (
+    INSERT INTO memory_positions (memory_id, frame, dims, x, y, z, box{column}) VALUES (
         memory, fr, n, x, y, z,
         cube(ARRAY[hashtext(fr)::float8, x, y, coalesce(z, -{_ANY_Z})],
-             ARRAY[hashtext(fr)::float8, x, y, coalesce(z, {_ANY_Z})]));
+             ARRAY[hashtext(fr)::float8, x, y, coalesce(z, {_ANY_Z})]){value});
 END $$;
-CREATE FUNCTION rm_index_position() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION rm_index_position() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'UPDATE' THEN
         DELETE FROM memory_positions WHERE memory_id = OLD.id;
     END IF;
     IF NEW.status = 'active' THEN
-        PERFORM rm_index_position_of(NEW.id, NEW.context);
+        PERFORM rm_index_position_of(NEW.id, NEW.context{passed});
     END IF;
     RETURN NULL;
 END $$;
-CREATE TRIGGER memory_positions_insert AFTER INSERT ON memories FOR EACH ROW
-    EXECUTE FUNCTION rm_index_position();
-CREATE TRIGGER memory_positions_update AFTER UPDATE OF context, status ON memories FOR EACH ROW
+"""
+
+
+def _update_trigger(columns: str) -> str:
+    return f"""
+DROP TRIGGER IF EXISTS memory_positions_update ON memories;
+CREATE TRIGGER memory_positions_update AFTER UPDATE OF {columns} ON memories FOR EACH ROW
     EXECUTE FUNCTION rm_index_position();
 """
+
+
+CREATE = (
+    """
+CREATE EXTENSION IF NOT EXISTS cube;
+CREATE TABLE memory_positions (
+    memory_id bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    frame     text NOT NULL,
+    dims      int NOT NULL,
+    x         float8 NOT NULL,
+    y         float8 NOT NULL,
+    z         float8,
+    box       cube NOT NULL
+);
+CREATE INDEX idx_memory_positions_box ON memory_positions USING gist (box);
+"""
+    + _functions(timed=False)
+    + """
+CREATE TRIGGER memory_positions_insert AFTER INSERT ON memories FOR EACH ROW
+    EXECUTE FUNCTION rm_index_position();
+"""
+    + _update_trigger("context, status")
+)
+
+# Schema 8: each position carries its memory's ``observed_at`` (kept by the trigger, which now also fires
+# when the time changes) under an index by frame and time holding the coordinates. A region with a time
+# window then reads the window's positions in its frame, not every memory of the window and its position
+# one by one (1M sightings, a 2-hour window of 18,663 memories and a 4 m sphere: 43 ms → 10 ms).
+TIMED = (
+    """
+ALTER TABLE memory_positions ADD COLUMN IF NOT EXISTS observed_at text COLLATE "C" NOT NULL DEFAULT '';
+UPDATE memory_positions p SET observed_at = m.observed_at FROM memories m WHERE m.id = p.memory_id;
+CREATE INDEX IF NOT EXISTS idx_memory_positions_time ON memory_positions (frame, observed_at)
+    INCLUDE (x, y, z, memory_id);
+DROP FUNCTION IF EXISTS rm_index_position_of(bigint, jsonb);
+"""
+    + _functions(timed=True)
+    + _update_trigger("context, status, observed_at")
+)
+# ``TIMED`` undone (tests write stores of version 7 this way). ``TIMED`` itself may run again over its own
+# work (a test's store of version 5 that kept the positions' times): every step is written to allow it.
+TIMED_DROP = (
+    "DROP INDEX idx_memory_positions_time",
+    "ALTER TABLE memory_positions DROP COLUMN observed_at",
+    "DROP FUNCTION rm_index_position_of(bigint, jsonb, text)",
+    _functions(timed=False) + _update_trigger("context, status"),
+)
 
 
 # What the migration adds, undone (tests write stores of earlier versions this way); the extension stays.
@@ -101,23 +149,30 @@ DROP = (
 
 
 def create(conn: psycopg.Connection[Any]) -> None:
-    """Create the index and its trigger, and fill it from every stored memory (a migration's step)."""
+    """Create the index and its trigger, and fill it from every stored memory (schema 5)."""
     conn.execute(CREATE)
-    rebuild(conn)
-
-
-def rebuild(conn: psycopg.Connection[Any]) -> int:
-    """Index every active memory again by the trigger's rule; return how many positions are indexed."""
-    conn.execute("DELETE FROM memory_positions")
     conn.execute("SELECT count(rm_index_position_of(id, context)) FROM memories WHERE status = 'active'")
-    row = conn.execute("SELECT count(*) FROM memory_positions").fetchone()
-    return int(row[0]) if row else 0
 
 
-def predicate(region: Region, *, indexed: bool = True, prefix: str = "rg") -> tuple[str, dict[str, Any]]:
+def add_times(conn: psycopg.Connection[Any]) -> None:
+    """Give every position its memory's ``observed_at`` and index them by frame and time (schema 8)."""
+    conn.execute(TIMED)
+
+
+def predicate(
+    region: Region,
+    *,
+    indexed: bool = True,
+    window: Sequence[tuple[str, str]] = (),
+    prefix: str = "rg",
+) -> tuple[str, dict[str, Any]]:
     """SQL over ``memories m`` true for the memories whose indexed position lies in ``region``, exactly as
     ``Region.contains`` decides (float64: the same differences, squares and sums in the same order), and its
     parameters (named with ``prefix``).
+
+    ``window`` (pairs of a comparison, ``>=``, ``>``, ``<=`` or ``<``, and a stored time) bounds the
+    positions' ``observed_at`` as the recall's time window bounds the memories' (the same text, compared
+    the same way): the positions of a window are then read by frame and time from their own index.
 
     ``indexed`` offers the server the GiST index (``&&`` on the box). The planner cannot estimate how many
     positions a box meets (``cube`` gives every overlap the same small share), so it then starts from the
@@ -145,6 +200,9 @@ def predicate(region: Region, *, indexed: bool = True, prefix: str = "rg") -> tu
         )
     if region.dims == 3:
         exact += " AND p.z IS NOT NULL"
+    timed, times = _window_condition(window, prefix)
+    exact += timed
+    params.update(times)
     box = (
         f"p.box && cube(ARRAY[hashtext(%({prefix}_f)s)::float8, %({prefix}_lo0)s, %({prefix}_lo1)s, "
         f"%({prefix}_lo2)s], ARRAY[hashtext(%({prefix}_f)s)::float8, %({prefix}_hi0)s, %({prefix}_hi1)s, "
@@ -156,6 +214,30 @@ def predicate(region: Region, *, indexed: bool = True, prefix: str = "rg") -> tu
         f"EXISTS (SELECT 1 FROM memory_positions p WHERE p.memory_id = m.id AND {box}"
         f"p.frame = %({prefix}_f)s AND {exact})"
     )
+    return sql, params
+
+
+def positions_in_window(
+    conn: psycopg.Connection[Any], frame: str, window: Sequence[tuple[str, str]]
+) -> float:
+    """The planner's count of the positions in ``frame`` whose ``observed_at`` lies in ``window``
+    (``predicate``'s pairs)."""
+    where, params = _window_condition(window, "w")
+    row = conn.execute(
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_positions p WHERE p.frame = %(w_f)s{where}",
+        {**params, "w_f": frame},
+    ).fetchone()
+    return float(row[0][0]["Plan"]["Plan Rows"]) if row else float("inf")
+
+
+def _window_condition(window: Sequence[tuple[str, str]], prefix: str) -> tuple[str, dict[str, Any]]:
+    """`` AND p.observed_at <op> <time>`` for each pair of ``window``, and the parameters."""
+    sql, params = "", {}
+    for k, (operator, time) in enumerate(window):
+        if operator not in (">=", ">", "<=", "<"):
+            raise ValueError(f"window: unknown comparison {operator!r}")
+        sql += f" AND p.observed_at {operator} %({prefix}_t{k})s"
+        params[f"{prefix}_t{k}"] = time
     return sql, params
 
 

@@ -492,6 +492,11 @@ def _migrate_terms_without_pending_list(conn: psycopg.Connection) -> None:
     conn.execute("SELECT gin_clean_pending_list('idx_memory_terms'::regclass)")
 
 
+def _migrate_timed_positions(conn: psycopg.Connection) -> None:
+    """Each position carries its memory's event time, indexed by frame and time (``regions.TIMED``)."""
+    regions.add_times(conn)
+
+
 MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (
     _migrate_v1,
     _migrate_v2,
@@ -500,6 +505,7 @@ MIGRATIONS: tuple[Callable[[psycopg.Connection], None], ...] = (
     _migrate_spatial_index,
     _migrate_object_ids,
     _migrate_terms_without_pending_list,
+    _migrate_timed_positions,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
