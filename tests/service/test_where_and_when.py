@@ -274,3 +274,46 @@ def test_windows_agree_with_and_without_the_in_process_copies(
     with RobotMemory(location, embed_backend="hash", settings=settings) as mem:
         raw_sql(mem, sqlite=statements, postgres=statements)
     answers()
+
+
+@pytest.mark.parametrize("mirrored", [True, False])
+def test_a_time_order_with_a_query_gives_the_newest_memories_holding_its_words(
+    locate: Callable[[str], Any], settings: Settings, mirrored: bool
+) -> None:
+    """Ordered by time, a query asks for the newest (or first stored) memories holding its words, not for
+    the newest of the best ranked: here ten times as many hold them as each channel's depth, and the oldest
+    rank first."""
+    shallow = settings.replace(candidate_depth=3, recall_mirror=mirrored)
+    when: dict[int, datetime] = {}
+    mugs: set[int] = set()
+    with RobotMemory(locate("orders.db"), embed_backend="hash", settings=shallow) as mem:
+        for k in sorted(range(60), key=lambda i: (i * 7) % 60):  # stored in a shuffled order
+            moment = START + timedelta(hours=k)
+            if k % 3 == 2:
+                text = f"patrol {k}: the charging dock is clear"
+            elif k < 12:
+                text = f"patrol {k}: the mug, the red mug, a mug on shelf {k}"  # ranks first
+            else:
+                text = f"patrol {k}: a red mug on shelf {k}"
+            found = mem.save_perception(
+                text, context={"spatial": {"position": [float(k % 4), 0.0, 0.0]}}, observed_at=stored(moment)
+            )
+            when[int(found["memory_id"])] = moment
+            if "mug" in text:
+                mugs.add(int(found["memory_id"]))
+        newest = sorted(mugs, key=lambda m: when[m], reverse=True)
+        got = [m["id"] for m in mem.recall("mug", n=5, order="recent")["memories"]]
+        assert got == newest[:5]
+        first_stored = sorted(mugs)[:5]  # stored one after another: created_at follows the id
+        assert [m["id"] for m in mem.recall("mug", n=5, order="time")["memories"]] == first_stored
+        since, until = START + timedelta(hours=20), START + timedelta(hours=40)
+        region = {"field": "spatial.position", "center": [1.0, 0.0, 0.0], "radius": 1.0}  # x 0, 1 or 2
+
+        def hour(m: int) -> int:
+            return int((when[m] - START).total_seconds()) // 3600
+
+        near = [m for m in newest if since <= when[m] <= until and hour(m) % 4 != 3]
+        found = mem.recall(
+            "mug", n=4, order="recent", since=stored(since), until=stored(until), region=region
+        )["memories"]
+        assert [m["id"] for m in found] == near[:4] and len(near) > 4

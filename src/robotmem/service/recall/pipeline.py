@@ -45,6 +45,9 @@ log = logging.getLogger("robotmem")
 
 # The listing order of a recall without a query, by its ``order``.
 _LISTED = {"time": "oldest", "recent": "recent"}
+# Ordered by time, a recall with a query reads at most this many of the scope's memories in that order for
+# the ones holding its words (``matches_in_order``).
+_WALKED_AT_MOST = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +229,27 @@ def run_on(
     return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0, note)
 
 
+def matches_in_order(
+    source: CandidateSource, plan: RecallPlan, channels: Channels, ranked: dict[int, float]
+) -> list[int]:
+    """The memories holding the query's words (the text channel's rule, ``text_matches``), not ranked
+    already, among the scope's first in the plan's time order: up to the ``n``-th such memory.
+
+    Ordered by time, a recall asks for the newest (or oldest) relevant memories, not for the newest of the
+    best ranked: where more memories than the channels' depth hold the words, the ranked ones alone would
+    be a sample. The scope is read in that order in growing blocks, at most ``_WALKED_AT_MOST`` memories
+    (beyond, the best ranked stand for the rest)."""
+    order = _LISTED[plan.order]
+    limit = 4 * plan.n
+    while True:
+        walked = source.listed(limit, order=order)
+        matched = source.text_matches(channels.words, channels.coverage, walked)
+        found = [m for m in walked if m in matched]
+        if len(found) >= plan.n or len(walked) < limit or limit >= _WALKED_AT_MOST:
+            return [m for m in found[: plan.n] if m not in ranked]
+        limit = min(4 * limit, _WALKED_AT_MOST)
+
+
 def relevant_pool(pool: list[int], relevance: dict[int, float], floor: float, *, each: bool) -> list[int]:
     """The pool a relevance floor leaves. By default (``each`` False) the floor decides whether anything is
     relevant at all: no memory reaches it, nothing is returned; one does, the ranking stands and every hit
@@ -304,6 +328,8 @@ def candidate_pool(
     if plan.spatial is None:
         if not plan.query:
             pool += source.listed(plan.n, order=_LISTED.get(plan.order, "newest"))
+        elif plan.order in _LISTED and channels.searchable:
+            pool += matches_in_order(source, plan, channels, fused)
         return pool, {}
     # Only positions in the sort's frame are measured; memories of other frames stay, as if without one.
     measured = tx.candidates(plan.frame_scope)

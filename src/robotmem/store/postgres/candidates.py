@@ -350,6 +350,7 @@ class PgCandidates:
         self._head: tuple[int, str] | None = None  # ``changes.head`` of this snapshot, once read
         self._allowed: BoolArray | None = None
         self._matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
+        self._sorted_matches: dict[tuple[tuple[str, ...], float], npt.NDArray[np.int64]] = {}
         self.where, self.params, self.hint = predicate_with_hint(scope)
         # The process's masks are kept per predicate without the region (a region is new at every call):
         # a held mask is narrowed by the region's memories, read from the spatial index; in SQL the region
@@ -360,6 +361,8 @@ class PgCandidates:
         self._is_narrow: bool | None = None
         self._listing: bool | None = None
         self._listed: npt.NDArray[np.int64] | None = None
+        self._listed_times: list[str] = []
+        self._newest: list[int] | None = None
         # The listed memories with a vector of the query's model, most similar first, and their cosines.
         self._listed_cosines: tuple[VectorQuery, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
         # The window's bounds a region's positions are read by (stored times; ``regions.predicate``).
@@ -405,8 +408,9 @@ class PgCandidates:
     def _listed_scope(self, vector: VectorQuery | None = None) -> npt.NDArray[np.int64] | None:
         """The ids of the scope's memories when it is listed (``_lists_scope``; else None), read once per
         recall from the window's positions in the region's frame (``regions.predicate``), with each one's
-        cosine to ``vector`` when one is given: the vector channel is then these memories, exactly, and
-        BM25 ranks them in this process with their mask."""
+        cosine to ``vector`` when one is given (the vector channel is then these memories, exactly, and
+        BM25 ranks them in this process with their mask) and its ``observed_at`` (``listed`` newest first
+        then needs no server)."""
         if self._listed is None and self._lists_scope():
             cosine, bound = "NULL", dict(self.params)
             if vector is not None:
@@ -419,10 +423,13 @@ class PgCandidates:
             # A few thousand rows: cheaper in one process than after starting parallel workers.
             with self._conn.pipeline():
                 self._conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-                rows = self._conn.execute(f"SELECT m.id, {cosine} FROM memories m WHERE {self.where}", bound)
+                rows = self._conn.execute(
+                    f"SELECT m.id, {cosine}, m.observed_at FROM memories m WHERE {self.where}", bound
+                )
                 self._conn.execute("RESET max_parallel_workers_per_gather")
             found = rows.fetchall()
             self._listed = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+            self._listed_times = [r[2] for r in found]
             if vector is not None:
                 distances = np.fromiter(
                     (np.nan if r[1] is None else r[1] for r in found), dtype=np.float64, count=len(found)
@@ -447,8 +454,10 @@ class PgCandidates:
             self._allowed = allowed
             self._masks = None
         elif self._allowed is None and (listed := self._listed_scope()) is not None:
-            self._allowed = np.zeros(int(listed.max()) + 1 if len(listed) else 0, dtype=np.bool_)
-            self._allowed[listed] = True
+            top = int(listed.max()) if len(listed) else -1
+            if not changes.too_sparse(top, len(listed)):  # else no mask: the server checks the scope
+                self._allowed = np.zeros(top + 1, dtype=np.bool_)
+                self._allowed[listed] = True
         return self._allowed
 
     def _held_mask(self, where: str, params: dict[str, Any]) -> BoolArray | None:
@@ -519,6 +528,7 @@ class PgCandidates:
             matches = matching.result() if matching is not None else None
         allowed = self._scope_mask()
         if matches is not None and allowed is not None:
+            self._matches.setdefault((tuple(words), query.min_coverage), matches.ids)  # ``text_matches``
             text = matches.passing(allowed).best(depth)
         else:
             text = self._text(words, depth, query.min_coverage, query.k1, query.b) if words else []
@@ -575,7 +585,13 @@ class PgCandidates:
                 found = self._text(words, EVERY, min_coverage, K1, B)
                 matched = np.asarray([m for m, _ in found], dtype=np.int64)
             self._matches[key] = matched
-        return {int(m) for m in wanted[np.isin(wanted, matched)]}
+        ordered = self._sorted_matches.get(key)
+        if ordered is None:  # sorted once: asked again and again (the gate, a time order's walk)
+            ordered = self._sorted_matches[key] = np.sort(matched)
+        if len(ordered) == 0:
+            return set()
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+        return {int(m) for m in wanted[ordered[at] == wanted]}
 
     def _text(
         self, words: Sequence[str], depth: int, min_coverage: float, k1: float, b: float
@@ -764,6 +780,8 @@ class PgCandidates:
                 if limit is None
                 else f" AND EXISTS (SELECT 1 FROM memories m WHERE {self.hint})"
             )
+        if order == "recent" and self._listed is not None:
+            return list(itertools.islice((m for m in self._newest_listed() if m not in exclude), limit))
         sql = f"SELECT m.id FROM memories m WHERE {where} ORDER BY {_ORDERS[order]}"
         bound = dict(self.params)
         if limit is not None:
@@ -771,6 +789,14 @@ class PgCandidates:
             bound["listed_limit"] = limit + len(exclude)
         ids = [int(r[0]) for r in self._conn.execute(sql, bound).fetchall()]
         return list(itertools.islice((m for m in ids if m not in exclude), limit))
+
+    def _newest_listed(self) -> list[int]:
+        """The listed scope, newest ``observed_at`` first (ties: larger id first), sorted once per recall."""
+        if self._newest is None:
+            assert self._listed is not None
+            order = np.lexsort((self._listed, np.asarray(self._listed_times)))[::-1]
+            self._newest = self._listed[order].tolist()
+        return self._newest
 
     def _region_is_wide(self) -> bool:
         """Whether the region's box holds at least ``_WIDE_SHARE`` of the collection's memories (counted
