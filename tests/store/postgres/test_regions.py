@@ -131,6 +131,10 @@ def test_the_sql_region_test_agrees_with_the_exact_one(postgres_server: Any, tmp
                         int(r[0]) for r in conn.execute(f"SELECT m.id FROM memories m WHERE {sql}", params)
                     }
                     assert found == expected, (raw, indexed)
+                sql, params = regions.listing(region, [(">=", "2000-01-01"), ("<", "9999")])
+                assert {int(r[0]) for r in conn.execute(sql, params)} == expected, raw
+                sql, params = regions.listing(region, [("<", "2000-01-01")])
+                assert conn.execute(sql, params).fetchall() == [], raw
                 assert raw.get("radius") != 1 or expected  # the edge points are in the unit regions
     finally:
         postgres_server.drop(dsn)
@@ -146,6 +150,9 @@ class _Recording:
     def execute(self, sql: str, params: Any = None) -> Any:
         self.statements.append(sql)
         return self.conn.execute(sql, params)
+
+    def pipeline(self) -> Any:
+        return self.conn.pipeline()
 
 
 def test_a_region_reaches_the_server_as_a_condition(postgres_server: Any, tmp_path: Path) -> None:

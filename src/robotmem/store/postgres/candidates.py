@@ -200,6 +200,26 @@ def _passing_best(
 _COMPARED = {"$gte": ">=", "$gt": ">", "$lte": "<=", "$lt": "<"}
 
 
+# Planner switches for a statement that must walk indexes and join by memory id (``_driven``).
+_DRIVEN = {"enable_hashjoin": "off", "enable_mergejoin": "off", "max_parallel_workers_per_gather": "0"}
+
+
+def _driven(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` planned with nested loops only and no parallel workers, the switches undone
+    after, in one round trip. A scope listed from its positions is joined to its memories by id: a few
+    thousand rows, which cost less in one process than after starting workers, and never a hash of every
+    memory of the window (whose count the planner, its statistics lagging a robot still writing, can put
+    at a few hundred for the last hours)."""
+    with conn.pipeline():
+        conn.execute(
+            "SELECT " + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in _DRIVEN.items())
+        )
+        cursor = conn.execute(sql, params)
+        for name in _DRIVEN:
+            conn.execute(f"RESET {name}")
+    return cursor.fetchall()
+
+
 def _time_bounds(node: Node | None) -> list[Condition]:
     """The conditions bounding ``observed_at`` that every passing memory meets (parts of an ``All``)."""
     if isinstance(node, Condition):
@@ -374,7 +394,7 @@ class PgCandidates:
             # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
             # tell (``regions.predicate``): with one, the region is checked on the window's memories.
             windowed = reads_volatile(scope.filter, UNCACHED_FIELDS)
-            inside, bound = regions.predicate(scope.region, indexed=not windowed, window=self._region_window)
+            inside, bound = regions.predicate(scope.region, indexed=not windowed)
             if not windowed:
                 probed, _ = regions.predicate(scope.region, indexed=False)
                 self._probed_where = f"{self.where} AND {probed}"
@@ -420,14 +440,14 @@ class PgCandidates:
                     "THEN m.embedding <=> %(l_query)s END"
                 )
                 bound.update(l_model=vector.model_id, l_query=as_vector(vector.vector))
-            # A few thousand rows: cheaper in one process than after starting parallel workers.
-            with self._conn.pipeline():
-                self._conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-                rows = self._conn.execute(
-                    f"SELECT m.id, {cosine}, m.observed_at FROM memories m WHERE {self.where}", bound
-                )
-                self._conn.execute("RESET max_parallel_workers_per_gather")
-            found = rows.fetchall()
+            assert self._region is not None
+            positions, inside = regions.listing(self._region, self._region_window, prefix="ls")
+            found = _driven(
+                self._conn,
+                f"WITH inside AS MATERIALIZED ({positions}) SELECT m.id, {cosine}, m.observed_at "
+                f"FROM inside JOIN memories m ON m.id = inside.memory_id WHERE {self._mask_where}",
+                {**bound, **inside},
+            )
             self._listed = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
             self._listed_times = [r[2] for r in found]
             if vector is not None:

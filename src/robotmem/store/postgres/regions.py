@@ -159,26 +159,35 @@ def add_times(conn: psycopg.Connection[Any]) -> None:
     conn.execute(TIMED)
 
 
-def predicate(
-    region: Region,
-    *,
-    indexed: bool = True,
-    window: Sequence[tuple[str, str]] = (),
-    prefix: str = "rg",
+def listing(
+    region: Region, window: Sequence[tuple[str, str]], prefix: str = "rg"
 ) -> tuple[str, dict[str, Any]]:
+    """SQL listing the ids (``memory_id``) of the positions in ``region`` (``predicate``'s test) whose
+    ``observed_at`` lies in ``window``, and its parameters. ``window``: pairs of a comparison (``>=``, ``>``,
+    ``<=`` or ``<``) and a stored time, which bound the positions' times as a recall's window bounds its
+    memories' (the same text, compared the same way), so the index by frame and time reads them."""
+    test, params = _inside(region, False, window, prefix)
+    return f"SELECT p.memory_id FROM memory_positions p WHERE {test}", params
+
+
+def predicate(region: Region, *, indexed: bool = True, prefix: str = "rg") -> tuple[str, dict[str, Any]]:
     """SQL over ``memories m`` true for the memories whose indexed position lies in ``region``, exactly as
     ``Region.contains`` decides (float64: the same differences, squares and sums in the same order), and its
     parameters (named with ``prefix``).
-
-    ``window`` (pairs of a comparison, ``>=``, ``>``, ``<=`` or ``<``, and a stored time) bounds the
-    positions' ``observed_at`` as the recall's time window bounds the memories' (the same text, compared
-    the same way): the positions of a window are then read by frame and time from their own index.
 
     ``indexed`` offers the server the GiST index (``&&`` on the box). The planner cannot estimate how many
     positions a box meets (``cube`` gives every overlap the same small share), so it then starts from the
     index even when the region is a room holding a tenth of the store; without it, the position is only
     probed (by memory id) for the memories the rest of the plan reads: the better plan when another
     condition, a time window, narrows more."""
+    test, params = _inside(region, indexed, (), prefix)
+    return f"EXISTS (SELECT 1 FROM memory_positions p WHERE p.memory_id = m.id AND {test})", params
+
+
+def _inside(
+    region: Region, indexed: bool, window: Sequence[tuple[str, str]], prefix: str
+) -> tuple[str, dict[str, Any]]:
+    """``predicate``'s test of a position ``p``, and its parameters."""
     low, high = region.bounds
     z = (low[2], high[2]) if region.dims == 3 else (-_ANY_Z, _ANY_Z)
     names = ("x", "y", "z")[: region.dims]
@@ -201,7 +210,7 @@ def predicate(
     if region.dims == 3:
         exact += " AND p.z IS NOT NULL"
     timed, times = _window_condition(window, prefix)
-    exact += timed
+    exact = f"p.frame = %({prefix}_f)s AND {exact}{timed}"
     params.update(times)
     box = (
         f"p.box && cube(ARRAY[hashtext(%({prefix}_f)s)::float8, %({prefix}_lo0)s, %({prefix}_lo1)s, "
@@ -210,11 +219,7 @@ def predicate(
         if indexed
         else ""
     )
-    sql = (
-        f"EXISTS (SELECT 1 FROM memory_positions p WHERE p.memory_id = m.id AND {box}"
-        f"p.frame = %({prefix}_f)s AND {exact})"
-    )
-    return sql, params
+    return f"{box}{exact}", params
 
 
 def positions_in_window(
