@@ -385,7 +385,7 @@ class PgCandidates:
         self._newest: list[int] | None = None
         # The listed memories with a vector of the query's model, most similar first, and their cosines.
         self._listed_cosines: tuple[VectorQuery, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
-        # The window's bounds a region's positions are read by (stored times; ``regions.predicate``).
+        # The window's bounds a region's positions are listed by (stored times; ``regions.listing``).
         self._region_window = [
             (_COMPARED[c.operator], c.operand) for c in self._window if isinstance(c.operand, str)
         ]
@@ -427,7 +427,7 @@ class PgCandidates:
 
     def _listed_scope(self, vector: VectorQuery | None = None) -> npt.NDArray[np.int64] | None:
         """The ids of the scope's memories when it is listed (``_lists_scope``; else None), read once per
-        recall from the window's positions in the region's frame (``regions.predicate``), with each one's
+        recall from the window's positions in the region's frame (``regions.listing``), with each one's
         cosine to ``vector`` when one is given (the vector channel is then these memories, exactly, and
         BM25 ranks them in this process with their mask) and its ``observed_at`` (``listed`` newest first
         then needs no server)."""
@@ -784,6 +784,8 @@ class PgCandidates:
         return {m: d for m, d in found.items() if d <= nth}
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
+        if order == "recent" and self._listed is not None:  # the scope listed for a query, with its times
+            return list(itertools.islice((m for m in self._newest_listed() if m not in exclude), limit))
         # A full listing reads every passing memory: the filter's index hint lets the server find those
         # of a selective equality (an object's sightings) through the context's GIN index instead of
         # testing every memory of the collection. With a limit, the order's own index walk stops early;
@@ -800,8 +802,6 @@ class PgCandidates:
                 if limit is None
                 else f" AND EXISTS (SELECT 1 FROM memories m WHERE {self.hint})"
             )
-        if order == "recent" and self._listed is not None:
-            return list(itertools.islice((m for m in self._newest_listed() if m not in exclude), limit))
         sql = f"SELECT m.id FROM memories m WHERE {where} ORDER BY {_ORDERS[order]}"
         bound = dict(self.params)
         if limit is not None:
