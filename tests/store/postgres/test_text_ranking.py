@@ -75,3 +75,29 @@ def test_a_selective_filter_ranks_alike_on_both_engines(
         {score: {m for m, s in rows if s == score} for _, score in rows if score != last} for rows in found
     ]
     assert groups[1] == groups[0]
+
+
+@pytest.mark.parametrize("query", [*QUERIES, "glossy shelf", "nothing here"])
+@pytest.mark.parametrize("min_coverage", [0.0, 0.3, 0.7])
+def test_the_server_tells_which_memories_match_as_the_ranking_would(
+    both: list[RobotMemory], query: str, min_coverage: float
+) -> None:
+    """``text_matches`` without the process's postings asks the server about the given memories alone, and
+    says of each what a ranking with no depth limit would (the SQLite store's answer too)."""
+    scope = RecallScope(collection="default", min_confidence=0.0)
+    words = bm25_words(query, "basic")
+    asked = list(range(1, 601, 3))
+
+    def answers(tx: Any) -> tuple[set[int], set[int]]:
+        source = tx.candidates(scope)
+        ranked = source.ranked(ChannelQuery(words, depth=10_000, min_coverage=min_coverage)).text
+        return source.text_matches(words, min_coverage, asked), {m for m, _ in ranked} & set(asked)
+
+    dsn = both[1].engine.store.dsn  # type: ignore[attr-defined]
+    with RobotMemory(dsn, embed_backend="none", settings=Settings(recall_mirror=False)) as server_only:
+        held = server_only.engine.store.postings  # type: ignore[attr-defined]
+        assert held is None  # no copy of the postings: the server answers
+        alone = server_only.engine.read(answers)
+    reference, postgres = (mem.engine.read(answers) for mem in both)
+    assert alone[0] == alone[1] == postgres[0] == postgres[1] == reference[0] == reference[1]
+    assert reference[0] or query == "nothing here"

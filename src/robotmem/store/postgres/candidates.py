@@ -44,7 +44,7 @@ from robotmem.store.postgres.vectors import (
     search_episode_vectors,
     search_vectors,
 )
-from robotmem.store.protocol import EVERY, ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
+from robotmem.store.protocol import ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
 from robotmem.text.tokens import query_tokens, word_set
 
 
@@ -98,41 +98,15 @@ def bm25(
     stats = text_index.statistics(conn, terms)
     if stats.documents == 0:
         return []
-    weight: dict[str, float] = {}  # a term listed twice in the query counts twice, as in FTS5
-    for term in terms:
-        weight[term] = weight.get(term, 0.0) + stats.idf[term]
+    weight = _weights(terms, stats)
     distinct = list(weight)
-    mass = sum(weight.values())
-    least = min_coverage * mass - 1e-12 if min_coverage > 0 else 0.0
+    least = _least(weight, min_coverage)
     bound = {t: w * (k1 + 1.0) for t, w in weight.items()}  # the most a term adds, at any frequency
     order = sorted(distinct, key=lambda t: (-stats.idf[t], t))
-    ranking: dict[str, Any] = {
-        "q_k1": k1,
-        "q_b": b,
-        "q_avgdl": max(stats.average_length, 1e-9),
-        "q_least": least,
-        "q_collection": collection,
-    }
-    frequencies, score_parts, cover_parts = [], [], []
-    for i, term in enumerate(distinct):
-        ranking[f"q_t{i}"] = term
-        ranking[f"q_w{i}"] = weight[term]
-        frequencies.append(f"cardinality(array_positions(t.term_list, %(q_t{i})s))::float8 AS tf{i}")
-        score_parts.append(
-            f"%(q_w{i})s * f.tf{i} * (%(q_k1)s + 1) / (f.tf{i} + %(q_k1)s * "
-            "(1 - %(q_b)s + %(q_b)s * t.term_count / %(q_avgdl)s))"
-        )
-        cover_parts.append(f"(CASE WHEN f.tf{i} > 0 THEN %(q_w{i})s ELSE 0 END)")
-    extra = ""
+    extra = "AND t.terms @@ %(q_required)s::tsquery " if required else ""
+    scored, ranking = _scored(weight, least, stats, collection, k1, b, extra)
     if required:
         ranking["q_required"] = text_index.or_query(required)
-        extra = "AND t.terms @@ %(q_required)s::tsquery "
-    scored = (
-        f"SELECT t.memory_id, {' + '.join(score_parts)} AS score FROM memory_terms t "
-        f"CROSS JOIN LATERAL (SELECT {', '.join(frequencies)}) f "
-        f"WHERE t.terms @@ %(q_match)s::tsquery {extra}AND t.collection = %(q_collection)s "
-        f"AND {' + '.join(cover_parts)} > 0 AND {' + '.join(cover_parts)} >= %(q_least)s"
-    )
     ranked_sql = f"{scored} ORDER BY score DESC, t.memory_id LIMIT %(q_window)s"
     # The same ranking over the rows that pass the filters, for when the best rows mostly do not.
     filtered_sql = (
@@ -158,6 +132,81 @@ def bm25(
             break
         taken += 1
     return rows
+
+
+def matching(
+    conn: psycopg.Connection,
+    words: Sequence[str],
+    ids: Sequence[int],
+    *,
+    collection: str,
+    min_coverage: float,
+) -> set[int]:
+    """Of ``ids``, those ``bm25`` with no depth limit would return over ``collection`` (a query term held,
+    and ``min_coverage`` of the query's IDF), asked of their own rows of the text index."""
+    terms = text_index.query_terms(words)
+    if not terms or not ids:
+        return set()
+    stats = text_index.statistics(conn, terms)
+    if stats.documents == 0:
+        return set()
+    weight = _weights(terms, stats)
+    scored, ranking = _scored(
+        weight, _least(weight, min_coverage), stats, collection, K1, B, "AND t.memory_id = ANY(%(q_ids)s) "
+    )
+    rows = conn.execute(scored, {**ranking, "q_match": text_index.or_query(list(weight)), "q_ids": list(ids)})
+    return {int(r[0]) for r in rows}
+
+
+def _weights(terms: Sequence[str], stats: text_index.Statistics) -> dict[str, float]:
+    """Each distinct query term's weight: its IDF, once for each time the query lists it (as in FTS5)."""
+    weight: dict[str, float] = {}
+    for term in terms:
+        weight[term] = weight.get(term, 0.0) + stats.idf[term]
+    return weight
+
+
+def _least(weight: dict[str, float], min_coverage: float) -> float:
+    """The least weight a match's terms must carry for ``min_coverage`` of the query's."""
+    return min_coverage * sum(weight.values()) - 1e-12 if min_coverage > 0 else 0.0
+
+
+def _scored(
+    weight: dict[str, float],
+    least: float,
+    stats: text_index.Statistics,
+    collection: str,
+    k1: float,
+    b: float,
+    extra: str,
+) -> tuple[str, dict[str, Any]]:
+    """SQL of ``(memory_id, score)`` for the rows ``t`` of the text index in ``collection`` that match
+    ``%(q_match)s`` (and ``extra``) and carry at least ``least`` of the terms' weight, scored as FTS5's
+    ``bm25()``; and its parameters but ``q_match``."""
+    ranking: dict[str, Any] = {
+        "q_k1": k1,
+        "q_b": b,
+        "q_avgdl": max(stats.average_length, 1e-9),
+        "q_least": least,
+        "q_collection": collection,
+    }
+    frequencies, score_parts, cover_parts = [], [], []
+    for i, term in enumerate(weight):
+        ranking[f"q_t{i}"] = term
+        ranking[f"q_w{i}"] = weight[term]
+        frequencies.append(f"cardinality(array_positions(t.term_list, %(q_t{i})s))::float8 AS tf{i}")
+        score_parts.append(
+            f"%(q_w{i})s * f.tf{i} * (%(q_k1)s + 1) / (f.tf{i} + %(q_k1)s * "
+            "(1 - %(q_b)s + %(q_b)s * t.term_count / %(q_avgdl)s))"
+        )
+        cover_parts.append(f"(CASE WHEN f.tf{i} > 0 THEN %(q_w{i})s ELSE 0 END)")
+    scored = (
+        f"SELECT t.memory_id, {' + '.join(score_parts)} AS score FROM memory_terms t "
+        f"CROSS JOIN LATERAL (SELECT {', '.join(frequencies)}) f "
+        f"WHERE t.terms @@ %(q_match)s::tsquery {extra}AND t.collection = %(q_collection)s "
+        f"AND {' + '.join(cover_parts)} > 0 AND {' + '.join(cover_parts)} >= %(q_least)s"
+    )
+    return scored, ranking
 
 
 def _passing_best(
@@ -597,14 +646,13 @@ class PgCandidates:
         matched = self._matches.get(key)
         if matched is None:
             postings = self._synced_postings()
-            if postings is not None:
-                # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
-                terms = text_index.query_terms(words)
-                matched = postings.rank(terms, self._collection, min_coverage, K1, B).ids
-            else:
-                found = self._text(words, EVERY, min_coverage, K1, B)
-                matched = np.asarray([m for m, _ in found], dtype=np.int64)
-            self._matches[key] = matched
+            if postings is None:  # the server asked about these memories alone (``ids`` pass the scope)
+                return matching(
+                    self._conn, words, wanted.tolist(), collection=self._collection, min_coverage=min_coverage
+                )
+            # Every memory the copy matches, unfiltered: ``ids`` already pass the scope.
+            terms = text_index.query_terms(words)
+            matched = self._matches[key] = postings.rank(terms, self._collection, min_coverage, K1, B).ids
         ordered = self._sorted_matches.get(key)
         if ordered is None:  # sorted once: asked again and again (the gate, a time order's walk)
             ordered = self._sorted_matches[key] = np.sort(matched)
