@@ -237,8 +237,9 @@ def matches_in_order(
 
     Ordered by time, a recall asks for the newest (or oldest) relevant memories, not for the newest of the
     best ranked: where more memories than the channels' depth hold the words, the ranked ones alone would
-    be a sample. The scope is read in that order in growing blocks, at most ``_WALKED_AT_MOST`` memories
-    (beyond, the best ranked stand for the rest)."""
+    be a sample. The scope's first memories in that order are read, four times as many each round until
+    ``n`` match (each round reads its prefix again: at most a third more than the last round alone), at
+    most ``_WALKED_AT_MOST`` memories (beyond, the best ranked stand for the rest)."""
     order = _LISTED[plan.order]
     limit = 4 * plan.n
     while True:

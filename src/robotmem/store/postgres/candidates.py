@@ -43,6 +43,7 @@ from robotmem.store.postgres.vectors import (
     is_short_window,
     search_episode_vectors,
     search_vectors,
+    set_local,
 )
 from robotmem.store.protocol import ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
 from robotmem.text.tokens import query_tokens, word_set
@@ -246,6 +247,7 @@ def _passing_best(
     return [(int(m), float(score)) for m, score in rows], True
 
 
+# The SQL comparison of each filter operator that bounds ``observed_at`` (``_time_bounds``).
 _COMPARED = {"$gte": ">=", "$gt": ">", "$lte": "<=", "$lt": "<"}
 
 
@@ -260,9 +262,7 @@ def _driven(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> list[
     memory of the window (whose count the planner, its statistics lagging a robot still writing, can put
     at a few hundred for the last hours)."""
     with conn.pipeline():
-        conn.execute(
-            "SELECT " + ", ".join(f"set_config('{name}', '{value}', true)" for name, value in _DRIVEN.items())
-        )
+        set_local(conn, _DRIVEN)
         cursor = conn.execute(sql, params)
         for name in _DRIVEN:
             conn.execute(f"RESET {name}")

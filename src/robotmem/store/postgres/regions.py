@@ -226,7 +226,7 @@ def positions_in_window(
     conn: psycopg.Connection[Any], frame: str, window: Sequence[tuple[str, str]]
 ) -> float:
     """The planner's count of the positions in ``frame`` whose ``observed_at`` lies in ``window``
-    (``predicate``'s pairs)."""
+    (``listing``'s pairs)."""
     where, params = _window_condition(window, "w")
     row = conn.execute(
         f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_positions p WHERE p.frame = %(w_f)s{where}",

@@ -97,7 +97,7 @@ def is_small(conn: psycopg.Connection) -> bool:
 _WALK_INDEX = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 
 
-def _set_local(conn: psycopg.Connection, values: dict[str, str]) -> None:
+def set_local(conn: psycopg.Connection, values: dict[str, str]) -> None:
     """``SET LOCAL`` each setting, in one round trip."""
     conn.execute(
         "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in values),
@@ -140,14 +140,14 @@ def search_vectors(
         # The switches, the walk and the switches back in one round trip (a failed walk aborts the
         # transaction, which drops the switches with it).
         with conn.pipeline():
-            _set_local(conn, walk)
+            set_local(conn, walk)
             found = conn.execute(
                 f"SELECT m.id, (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) AS d "
                 + base
                 + f"ORDER BY (m.embedding::vector({dim})) <=> %(v_query)s::vector({dim}) LIMIT %(v_depth)s",
                 bound,
             )
-            _set_local(conn, dict.fromkeys(_WALK_INDEX, "on"))
+            set_local(conn, dict.fromkeys(_WALK_INDEX, "on"))
         walked = _ranked(found.fetchall())
         kept = [(m, s) for m, s in walked if min_similarity is None or s >= min_similarity]
         if len(walked) >= depth or len(kept) < len(walked):
