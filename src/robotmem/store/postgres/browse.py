@@ -14,9 +14,9 @@ from typing import Any
 
 import psycopg
 
-from robotmem.records import MapPoint, MapSighting, Memory, ParamValue, ViewScope
+from robotmem.records import Memory, ParamValue, ViewScope
 from robotmem.store.postgres.memories import FRAME, Memories, object_text
-from robotmem.store.shared.browse import VIEW_TIME_COLUMNS, SharedBrowse, scope_predicate, success_of
+from robotmem.store.shared.browse import SharedBrowse, scope_predicate, success_of
 from robotmem.store.shared.checks import PYFORMAT
 
 _SUCCESS = "(m.context -> 'task' -> 'success')"
@@ -54,11 +54,25 @@ class Browse(SharedBrowse):
         ') COLLATE "C"'
     )
 
+    _FRAME = FRAME
+    _SIGHTING = _SIGHTING
+    _OBJECT_ID = object_text("id")
+    _OBJECT_LABEL = object_text("label")
+    # The stored text keeps numbers as written (jsonb would print 1e2 as 100).
+    _POSITION = "(m.context_text::json -> 'spatial' -> 'position')::text"
+
     def __init__(self, conn: psycopg.Connection) -> None:
         self._conn: psycopg.Connection = conn
 
     def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
         return Memories(self._conn).fetch(ids)
+
+    def _list_at(self, key: str) -> tuple[str, str, dict[str, Any]]:
+        return (
+            "jsonb_typeof(m.context -> 'spatial' -> %(key)s::text) = 'array'",
+            "(m.context_text::json -> 'spatial' -> %(key)s::text)::text",
+            {"key": key},
+        )
 
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
@@ -98,58 +112,6 @@ class Browse(SharedBrowse):
             params,
         )
         return [(str(key), int(count)) for key, count in rows]
-
-    def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
-        where, params = scope_predicate(scope, self._mark)
-        rows = self._conn.execute(
-            f"SELECT frame, COUNT(*) AS n FROM (SELECT {FRAME} AS frame FROM memories m WHERE {where} "
-            f"AND (jsonb_typeof(m.context -> 'spatial' -> %(key)s::text) = 'array' OR {_SIGHTING})) x "
-            "WHERE frame IS NOT NULL GROUP BY frame ORDER BY n DESC, frame",
-            {**params, "key": key},
-        )
-        return [(str(frame), int(count)) for frame, count in rows]
-
-    def map_points(
-        self, key: str, scope: ViewScope, limit: int, frame: str | None = None
-    ) -> tuple[list[MapPoint], int]:
-        where, params = scope_predicate(scope, self._mark)
-        params = {**params, "key": key, "limit": limit, "frame": frame}
-        where += " AND jsonb_typeof(m.context -> 'spatial' -> %(key)s::text) = 'array'"
-        if frame is not None:
-            where += f" AND {FRAME} = %(frame)s"
-        time = VIEW_TIME_COLUMNS[scope.time_field]
-        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
-        rows = self._conn.execute(
-            # The stored text keeps numbers as written (jsonb would print 1e2 as 100).
-            "SELECT m.id, m.type, m.content, (m.context_text::json -> 'spatial' -> %(key)s::text)::text, "
-            f"{self._success_flag()}, {time}, m.session_id FROM memories m "
-            f"WHERE {where} ORDER BY {time} DESC, m.id DESC LIMIT %(limit)s",
-            params,
-        )
-        points = [
-            MapPoint(
-                int(i), str(kind), str(content), json.loads(raw), success_of(success), str(time), session
-            )
-            for i, kind, content, raw, success, time, session in rows
-        ]
-        return points, total
-
-    def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
-        where, params = scope_predicate(scope, self._mark)
-        where += f" AND {_SIGHTING} AND {FRAME} = %(frame)s"
-        params = {**params, "frame": frame, "limit": limit}
-        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
-        rows = self._conn.execute(
-            f"SELECT m.id, m.collection, {object_text('id')}, {object_text('label')}, "
-            "(m.context_text::json -> 'spatial' -> 'position')::text, m.observed_at FROM memories m "
-            f"WHERE {where} ORDER BY m.observed_at DESC, m.id DESC LIMIT %(limit)s",
-            params,
-        )
-        sightings = [
-            MapSighting(int(i), str(collection), object_id, label, json.loads(raw), str(observed))
-            for i, collection, object_id, label, raw, observed in rows
-        ]
-        return sightings, total
 
     def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:
         where, params = scope_predicate(scope, self._mark)

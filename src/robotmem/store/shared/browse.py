@@ -3,15 +3,17 @@ engine's ``Browse``.
 
 Only what reads inside a context differs between the dialects (SQLite's ``json_type``, PostgreSQL's
 ``jsonb`` operators): each engine names the test of a memory's ``task.success`` (``_SUCCEEDED``,
-``_FAILED``) and a session's robot and task (``_SESSION_ROBOT``, ``_SESSION_TASK``), and adds the views
-that read positions and parameters (spatial fields and points, the map, the numeric parameters). The
-episodes, with the outcome rule of ``records.EpisodeRow``, are written once here. The queries run inside
+``_FAILED``), a session's robot and task (``_SESSION_ROBOT``, ``_SESSION_TASK``) and what the map reads
+(a list at ``spatial.<key>``, a memory's frame, an object sighting), and adds the views that read
+positions and parameters (spatial fields and points, the numeric parameters). The episodes, with the
+outcome rule of ``records.EpisodeRow``, and the map are written once here. The queries run inside
 the caller's read snapshot, take parameters by name only, and return records or plain rows;
 serialization happens in the service.
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -100,8 +102,11 @@ class SharedBrowse(ABC):
     An engine sets ``_mark`` (its placeholders), ``_SUCCEEDED`` and ``_FAILED`` (SQL over ``memories m``
     true when its context's ``task.success`` is true, false), ``_SESSION_ROBOT`` and ``_SESSION_TASK``
     (SQL over ``sessions s``, and whatever ``_SESSION_JOIN`` adds, giving an episode's robot and task by
-    the rules of ``records.EpisodeRow``, as text that sorts by bytes), and implements the abstract methods:
-    its memory rows, and the views that read inside a context.
+    the rules of ``records.EpisodeRow``, as text that sorts by bytes), the map's SQL over ``memories m``
+    (``_FRAME``: its frame, the default when it names none, else NULL; ``_SIGHTING``: true when it names an
+    object at a ``spatial.position`` list; ``_OBJECT_ID``, ``_OBJECT_LABEL``: that object's id and label
+    when they are text, else NULL; ``_POSITION``: the position list's JSON text, numbers as written), and
+    implements the abstract methods: its memory rows, and the views that read inside a context.
     """
 
     _conn: Connection
@@ -111,6 +116,11 @@ class SharedBrowse(ABC):
     _SESSION_ROBOT: str
     _SESSION_TASK: str
     _SESSION_JOIN = ""
+    _FRAME: str
+    _SIGHTING: str
+    _OBJECT_ID: str
+    _OBJECT_LABEL: str
+    _POSITION: str
 
     @abstractmethod
     def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]: ...
@@ -335,21 +345,66 @@ class SharedBrowse(ABC):
         """Return ``(key, memories)`` of each ``spatial.<key>`` holding a list, most carried first, then by key."""
 
     @abstractmethod
+    def _list_at(self, key: str) -> tuple[str, str, dict[str, Any]]:
+        """SQL over ``memories m``: true when ``spatial.<key>`` holds a list, and that list's JSON text
+        (numbers as written); with their parameters."""
+
     def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
         """Return ``(frame, memories)`` of the memories with a list at ``spatial.<key>`` or an object
         sighting (``context.object`` and a ``spatial.position`` list), most first, then by name."""
+        where, params = scope_predicate(scope, self._mark)
+        is_list, _, bound = self._list_at(key)
+        rows = self._conn.execute(
+            f"SELECT frame, COUNT(*) AS n FROM (SELECT {self._FRAME} AS frame FROM memories m WHERE {where} "
+            f"AND ({is_list} OR {self._SIGHTING})) x WHERE frame IS NOT NULL GROUP BY frame ORDER BY n DESC, frame",
+            {**params, **bound},
+        )
+        return [(str(frame), int(count)) for frame, count in rows]
 
-    @abstractmethod
     def map_points(
         self, key: str, scope: ViewScope, limit: int, frame: str | None = None
     ) -> tuple[list[MapPoint], int]:
         """Return the newest ``limit`` memories with a list at ``spatial.<key>`` (in ``frame`` when given),
         newest by the scope's time field, and how many have one."""
+        where, params = scope_predicate(scope, self._mark)
+        is_list, listed, bound = self._list_at(key)
+        params = {**params, **bound, "limit": limit, "frame": frame}
+        where += f" AND {is_list}"
+        if frame is not None:
+            where += f" AND {self._FRAME} = {self._mark('frame')}"
+        time = VIEW_TIME_COLUMNS[scope.time_field]
+        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
+        rows = self._conn.execute(
+            f"SELECT m.id, m.type, m.content, {listed}, {self._success_flag()}, {time}, m.session_id "
+            f"FROM memories m WHERE {where} ORDER BY {time} DESC, m.id DESC LIMIT {self._mark('limit')}",
+            params,
+        )
+        points = [
+            MapPoint(
+                int(i), str(kind), str(content), json.loads(raw), success_of(success), str(time), session
+            )
+            for i, kind, content, raw, success, time, session in rows
+        ]
+        return points, total
 
-    @abstractmethod
     def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
         """Return the newest ``limit`` object sightings in ``frame`` by ``observed_at`` (then id), newest
         first, and how many there are."""
+        where, params = scope_predicate(scope, self._mark)
+        where += f" AND {self._SIGHTING} AND {self._FRAME} = {self._mark('frame')}"
+        params = {**params, "frame": frame, "limit": limit}
+        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
+        rows = self._conn.execute(
+            f"SELECT m.id, m.collection, {self._OBJECT_ID}, {self._OBJECT_LABEL}, {self._POSITION}, "
+            f"m.observed_at FROM memories m WHERE {where} ORDER BY m.observed_at DESC, m.id DESC "
+            f"LIMIT {self._mark('limit')}",
+            params,
+        )
+        sightings = [
+            MapSighting(int(i), str(collection), object_id, label, json.loads(raw), str(observed))
+            for i, collection, object_id, label, raw, observed in rows
+        ]
+        return sightings, total
 
     @abstractmethod
     def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:

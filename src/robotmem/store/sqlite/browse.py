@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from robotmem.records import MapPoint, MapSighting, Memory, ParamValue, ViewScope
-from robotmem.store.shared.browse import VIEW_TIME_COLUMNS, SharedBrowse, scope_predicate, success_of
+from robotmem.records import Memory, ParamValue, ViewScope
+from robotmem.store.shared.browse import SharedBrowse, scope_predicate, success_of
 from robotmem.store.shared.checks import NAMED
 from robotmem.store.sqlite.memories import FRAME, Memories, text_of
 
@@ -54,11 +54,21 @@ class Browse(SharedBrowse):
         "CASE WHEN json_type(s.context, '$.task') = 'text' THEN json_extract(s.context, '$.task') END)"
     )
 
+    _FRAME = FRAME
+    _SIGHTING = _SIGHTING
+    _OBJECT_ID = text_of("$.object.id")
+    _OBJECT_LABEL = text_of("$.object.label")
+    _POSITION = "json_extract(m.context, '$.spatial.position')"
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn: sqlite3.Connection = conn
 
     def _fetch(self, ids: Sequence[int]) -> dict[int, Memory]:
         return Memories(self._conn).fetch(ids)
+
+    def _list_at(self, key: str) -> tuple[str, str, dict[str, Any]]:
+        path = {"path": _key_path("spatial", key)}
+        return "json_type(m.context, :path) = 'array'", "json_extract(m.context, :path)", path
 
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
@@ -102,57 +112,6 @@ class Browse(SharedBrowse):
             params,
         )
         return [(str(key), int(count)) for key, count in rows]
-
-    def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
-        where, params = scope_predicate(scope, self._mark)
-        rows = self._conn.execute(
-            f"SELECT frame, COUNT(*) AS n FROM (SELECT {FRAME} AS frame FROM memories m WHERE {where} "
-            f"AND (json_type(m.context, :path) = 'array' OR {_SIGHTING})) x "
-            "WHERE frame IS NOT NULL GROUP BY frame ORDER BY n DESC, frame",
-            {**params, "path": _key_path("spatial", key)},
-        )
-        return [(str(frame), int(count)) for frame, count in rows]
-
-    def map_points(
-        self, key: str, scope: ViewScope, limit: int, frame: str | None = None
-    ) -> tuple[list[MapPoint], int]:
-        where, params = scope_predicate(scope, self._mark)
-        params = {**params, "path": _key_path("spatial", key), "limit": limit, "frame": frame}
-        where += " AND json_type(m.context, :path) = 'array'"
-        if frame is not None:
-            where += f" AND {FRAME} = :frame"
-        time = VIEW_TIME_COLUMNS[scope.time_field]
-        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
-        rows = self._conn.execute(
-            f"SELECT m.id, m.type, m.content, json_extract(m.context, :path), {self._success_flag()}, "
-            f"{time}, m.session_id FROM memories m WHERE {where} "
-            f"ORDER BY {time} DESC, m.id DESC LIMIT :limit",
-            params,
-        )
-        points = [
-            MapPoint(
-                int(i), str(kind), str(content), json.loads(raw), success_of(success), str(time), session
-            )
-            for i, kind, content, raw, success, time, session in rows
-        ]
-        return points, total
-
-    def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
-        where, params = scope_predicate(scope, self._mark)
-        where += f" AND {_SIGHTING} AND {FRAME} = :frame"
-        params = {**params, "frame": frame, "limit": limit}
-        total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
-        rows = self._conn.execute(
-            f"SELECT m.id, m.collection, {text_of('$.object.id')}, {text_of('$.object.label')}, "
-            "json_extract(m.context, '$.spatial.position'), m.observed_at FROM memories m "
-            f"WHERE {where} ORDER BY m.observed_at DESC, m.id DESC LIMIT :limit",
-            params,
-        )
-        sightings = [
-            MapSighting(int(i), str(collection), object_id, label, json.loads(raw), str(observed))
-            for i, collection, object_id, label, raw, observed in rows
-        ]
-        return sightings, total
 
     def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:
         where, params = scope_predicate(scope, self._mark)
