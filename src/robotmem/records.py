@@ -233,7 +233,7 @@ OUTCOMES = ("success", "failure", "unknown")
 
 @dataclass(frozen=True, slots=True)
 class ViewScope:
-    """The active memories a view covers: one collection (every one when None), ``since <= time < until``.
+    """The active memories a view covers: one collection (every one when None), ``since <= time <= until``.
 
     ``time_field`` names the memory's time the window bounds (one of ``VIEW_TIME_FIELDS``).
     """

@@ -382,11 +382,31 @@ def test_map_time_window_counts_what_the_store_counts(demo: tuple[str, RobotMemo
     page.fill("#map-since", since)
     page.fill("#map-until", until)
     page.locator("#map-until").dispatch_event("change")
-    expected = memory.map_view(since=since, until=until)["total"]
+    expected = memory.map_view(since=since + "Z", until=until + "Z")["total"]  # the page runs in UTC
     assert 0 < expected < memory.map_view()["total"]
     expect(page.locator("#map-summary")).to_contain_text(f"of {expected} memories with")
     shot(page, "21-map-window")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_refused_window_leaves_no_plot_of_the_last_one(demo: tuple[str, RobotMemory], page: Any) -> None:
+    base, _ = demo
+    expect = _sync_api().expect
+    page.goto(base + "/#/map")
+    expect(page.locator("#map-plot canvas")).to_have_count(1)
+    page.select_option("#map-window", "custom")
+    page.fill("#map-since", "2026-03-02T12:00")
+    page.fill("#map-until", "2026-03-01T12:00")
+    page.locator("#map-until").dispatch_event("change")
+    expect(page.locator("#status")).to_contain_text("since:")
+    expect(page.locator("#status")).to_have_class("error")
+    expect(page.locator("#map-plot canvas")).to_have_count(0)
+    expect(page.locator("#map-summary")).to_contain_text("Nothing shown")
+    expect(page.locator("#map-controls")).to_be_visible()  # the window can be corrected where it was set
+    page.fill("#map-until", "2026-03-03T12:00")
+    page.locator("#map-until").dispatch_event("change")
+    expect(page.locator("#status")).to_have_text("")
+    expect(page.locator("#map-summary")).not_to_contain_text("Nothing shown")
 
 
 OBJECT_RGB = (0x82, 0x50, 0xDF)  # Charts.COLOR.object

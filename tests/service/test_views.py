@@ -54,8 +54,8 @@ def test_map_defaults_to_the_field_most_memories_carry(memory: RobotMemory, cloc
     assert {p["memory_id"]: p["success"] for p in result["points"]}[ids[4]] is True
 
     window = memory.map_view(since=clock.now.replace(minute=3), until=clock.now.replace(minute=6))
-    assert sorted(p["memory_id"] for p in window["points"]) == ids[3:6] and window["total"] == 3
-    assert [f["memories"] for f in window["fields"]] == [3]
+    assert sorted(p["memory_id"] for p in window["points"]) == ids[3:7] and window["total"] == 4
+    assert [f["memories"] for f in window["fields"]] == [4]
     limited = memory.map_view("spatial.object_position", limit=4)
     assert limited["total"] == 10 and [p["memory_id"] for p in limited["points"]] == ids[:-5:-1]
     assert memory.map_view("spatial.a_first")["points"][0]["coordinates"] == [1.0, 2.0]
@@ -74,9 +74,43 @@ def test_map_refuses_bad_fields_and_windows(memory: RobotMemory) -> None:
         ({"limit": 0}, "limit"),
         ({"since": "2026-01-02", "until": "2026-01-01"}, "since"),
         ({"since": "yesterday"}, "since"),
+        ({"since": "2026-01-01T12:00:00"}, "since: .* has no zone"),
+        ({"until": float("nan")}, "until"),
+        ({"since": "-1h", "until": "-2h"}, "since: .* is after until"),
     ):
         with pytest.raises(ValidationError, match=field):
             memory.map_view(**arguments)
+        window = {k: v for k, v in arguments.items() if k in ("since", "until")}
+        if window:  # the other views read their window the same way
+            with pytest.raises(ValidationError, match=field):
+                memory.param_fields(**window)
+
+
+def test_views_read_their_window_as_recall_does(memory: RobotMemory, clock: FakeClock) -> None:
+    """The map's and the parameters' window take recall's forms (ISO with a zone, epoch seconds, offsets
+    before now) and include both ends: a memory observed at ``until`` is in the map as in recall."""
+    ids = judged(memory, clock)  # observed one minute apart, the last 1 minute before now
+    last = memory.get_memory(ids[-1])["observed_at"]
+
+    def mapped(**window: Any) -> list[int]:
+        return sorted(p["memory_id"] for p in memory.map_view(**window)["points"])
+
+    def recalled(**window: Any) -> list[int]:
+        found = memory.recall("", n=50, min_confidence=0.0, **window)["memories"]
+        return sorted(int(m["id"]) for m in found)
+
+    for window in (
+        {"until": last},
+        {"since": last, "until": last},
+        {"since": "-150s"},
+        {"since": "-3m", "until": "now"},
+        {"since": clock.now.timestamp() - 90},
+    ):
+        assert mapped(**window) == recalled(**window), window
+    assert mapped(until=last) == ids and mapped(since=last, until=last) == [ids[-1]]
+    assert mapped(since="-150s") == ids[-2:]
+    fields = memory.param_fields(since=last, until=last)["fields"]
+    assert [(f["field"], f["memories"]) for f in fields] == [("params.grip_force", 1), ("params.speed", 1)]
 
 
 def test_param_fields_list_units_and_counts(memory: RobotMemory, clock: FakeClock) -> None:

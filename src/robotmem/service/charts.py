@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from robotmem.config import Settings
-from robotmem.errors import ValidationError
-from robotmem.formats.inputs import OperationInput
+from robotmem.formats.inputs import TIME_BOUND, EventTimeInput, OperationInput
 from robotmem.formats.results import Axis, MapResult, ParamFieldsResult, ParamOutcomeResult
 from robotmem.formats.serialize import axis, map_result, param_fields_result, param_outcome_result
+from robotmem.formats.validation import parse_time_bound, resolve_window
 from robotmem.query.regions import MAX_FRAME_CHARS
 from robotmem.records import MapPoint, MapSighting, ParamValue, RateBin, RateCell, ViewScope
 from robotmem.service.bins import bin_edges, rate_bins, rate_cells
-from robotmem.service.browse import _iso
 from robotmem.service.engine import Engine
 from robotmem.service.objects import map_tracks
 from robotmem.store.protocol import StoreTx
@@ -52,33 +51,35 @@ _PARAM_FIELD = r"^params\.[^.\"\\\[\]]+$"
 # The memories a view covers: one collection (every one when omitted), a time window. Each view's model
 # declares them in the order of its ``RobotMemory`` method's parameters.
 ViewCollection = Annotated[str | None, Field(min_length=1, max_length=200, description="Collection name.")]
-Since = Annotated[
-    datetime | None, Field(description="Memories observed at or after (ISO 8601; UTC if naive).")
-]
-Until = Annotated[datetime | None, Field(description="Memories observed before (ISO 8601; UTC if naive).")]
+# A view's window is recall's (``formats/validation.parse_time_bound``): the same forms, both ends included.
+ViewTime = datetime | EventTimeInput
+Since = Annotated[ViewTime, Field(description=f"Memories observed at or after this time: {TIME_BOUND}.")]
+Until = Annotated[ViewTime, Field(description=f"Memories observed at or before this time: {TIME_BOUND}.")]
 
 
 class _ViewInput(OperationInput):
     """A view of the memories in one collection (every one when omitted) and a time window: the fields
-    ``collection``, ``since`` and ``until`` each view declares."""
+    ``collection``, ``since`` and ``until`` each view declares. A ``datetime`` is read as its ISO text,
+    so it needs a zone as the text does."""
 
     if TYPE_CHECKING:  # declared by each view, in its method's order
         collection: str | None
-        since: datetime | None
-        until: datetime | None
-    __slots__ = ("_scope",)
+        since: ViewTime
+        until: ViewTime
+    __slots__ = ("_since", "_until")
 
-    @property
-    def scope(self) -> ViewScope:
-        """The memories the view covers, once checked."""
-        return self._scope
+    def scope(self, now: datetime) -> ViewScope:
+        """The memories the view covers, the window's offsets counted back from ``now``. Raises
+        ``ValidationError`` when ``since`` is after ``until``."""
+        since, until = resolve_window(self._since, self._until, now)
+        return ViewScope(self.collection, since, until, WINDOW_TIME_FIELD)
 
     def _check(self, settings: Settings) -> None:
         self._check_name("collection")
-        since, until = _iso(self.since, "since"), _iso(self.until, "until")
-        if since is not None and until is not None and since >= until:
-            raise ValidationError(f"since: {since} is not before until {until}")
-        self._scope = ViewScope(self.collection, since, until, WINDOW_TIME_FIELD)
+        self._since, self._until = (
+            parse_time_bound(name, value.isoformat() if isinstance(value, datetime) else value)
+            for name, value in (("since", self.since), ("until", self.until))
+        )
 
 
 class MapInput(_ViewInput):
@@ -137,7 +138,7 @@ class ParamOutcomeInput(_ViewInput):
 def map_view(engine: Engine, args: MapInput) -> MapResult:
     """Return positions at a ``spatial.<key>`` in one frame and a time window, and the objects seen there;
     see ``RobotMemory.map_view``."""
-    scope = args.scope
+    scope = args.scope(engine.clock())
 
     def work(tx: StoreTx) -> MapResult:
         fields = tx.browse.spatial_field_counts(scope)
@@ -168,7 +169,7 @@ def _most_used(per_unit: Counter[str]) -> str | None:
 
 def param_fields(engine: Engine, args: ParamFieldsInput) -> ParamFieldsResult:
     """Return the numeric parameters with their units and counts; see ``RobotMemory.param_fields``."""
-    rows = engine.read(lambda tx: tx.browse.param_field_counts(args.scope))
+    rows = engine.read(lambda tx: tx.browse.param_field_counts(args.scope(engine.clock())))
     units: dict[str, Counter[str]] = {}
     for key, unit, count in rows:
         units.setdefault(key, Counter())[unit or ""] += count
@@ -177,7 +178,7 @@ def param_fields(engine: Engine, args: ParamFieldsInput) -> ParamFieldsResult:
 
 def param_outcome(engine: Engine, args: ParamOutcomeInput) -> ParamOutcomeResult:
     """Return the success rate by bins of a parameter (or a grid of two); see ``RobotMemory.param_outcome``."""
-    scope = args.scope
+    scope = args.scope(engine.clock())
     x_key = args.x.split(".", 1)[1]
     y_key = None if args.y is None else args.y.split(".", 1)[1]
     x_rows, y_rows = engine.read(

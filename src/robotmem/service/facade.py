@@ -436,14 +436,14 @@ class RobotMemory:
         self,
         field: str | None = None,
         collection: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        since: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
         limit: int = 5000,
         frame: str | None = None,
         objects: int = 200,
     ) -> MapResult:
         """Return the positions at ``field`` (``spatial.<key>``; default the one most memories carry) of
-        active memories observed in ``[since, until)`` in one coordinate ``frame`` (default the one most
+        active memories observed from ``since`` to ``until`` (both included; the forms ``recall`` takes) in one coordinate ``frame`` (default the one most
         of them are in), newest ``limit`` first, with ``task.success``; and the ``objects`` (at most that
         many, most recently seen first) sighted in that frame and window, each with its latest position
         and its track (the newest ``limit`` sightings).
@@ -456,8 +456,8 @@ class RobotMemory:
     def param_fields(
         self,
         collection: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        since: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
     ) -> ParamFieldsResult:
         """Return ``{"fields": [{"field", "unit", "memories", "units"}]}``: the numeric ``params.*`` of
         active memories, most carried first. Raises ``ValidationError``."""
@@ -468,8 +468,8 @@ class RobotMemory:
         x: str,
         y: str | None = None,
         collection: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
+        since: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
         x_unit: str | None = None,
         y_unit: str | None = None,
         bins: int | None = None,

@@ -89,7 +89,7 @@ def scope_predicate(scope: ViewScope, mark: Placeholders) -> tuple[str, dict[str
     """Return the SQL predicate over ``memories m`` of a view's scope (active, collection, time window)."""
     column = VIEW_TIME_COLUMNS[scope.time_field]
     parts, params = equal_to({"m.collection": scope.collection}, mark, "scope")
-    for comparison, name, bound in ((">=", "since", scope.since), ("<", "until", scope.until)):
+    for comparison, name, bound in ((">=", "since", scope.since), ("<=", "until", scope.until)):
         if bound is not None:
             parts.append(f"{column} {comparison} {mark(name)}")
             params[name] = bound

@@ -43,6 +43,20 @@ function windowControls(choice, onChange) {
   return filterField("Observed (when it happened)", el("span", { className: "inline" }, preset, custom));
 }
 
+// A window the server refused leaves the controls (to correct it) but not the plot of the last answer,
+// which would otherwise stand under bounds it does not match. ``view``: the view's id prefix.
+function refused(current, view) {
+  return (err) => {
+    if (current()) {
+      const plot = document.getElementById(`${view}-plot`);
+      if (plot) plot.replaceChildren();
+      const summary = document.getElementById(`${view}-summary`);
+      if (summary) summary.textContent = "Nothing shown: the server refused these settings (the message above says why).";
+    }
+    throw err;
+  };
+}
+
 function legend(...more) {
   return el(
     "div",
@@ -235,7 +249,7 @@ const MAP_LAYERS = {
 async function mapView() {
   const current = claim();
   const choice = Object.assign(state.map, { id: "map" });
-  const data = await api("GET", `/api/map${query(Object.assign({ field: choice.field, frame: choice.frame, collection: collection(), limit: 10000 }, windowBounds(choice)))}`);
+  const data = await api("GET", `/api/map${query(Object.assign({ field: choice.field, frame: choice.frame, collection: collection(), limit: 10000 }, windowBounds(choice)))}`).catch(refused(current, "map"));
   if (!current()) return;
   // A frame chosen before that this field or window no longer has: back to the default one.
   if (choice.frame && data.frames.length && !data.frames.some((f) => f.frame === choice.frame)) {
@@ -311,7 +325,7 @@ async function paramsView() {
   const current = claim();
   const choice = Object.assign(state.params, { id: "params" });
   const bounds = windowBounds(choice);
-  const fields = (await api("GET", `/api/params${query(Object.assign({ collection: collection() }, bounds))}`)).fields;
+  const fields = (await api("GET", `/api/params${query(Object.assign({ collection: collection() }, bounds))}`).catch(refused(current, "param"))).fields;
   if (!current()) return;
   if (!fields.some((f) => f.field === choice.x)) choice.x = fields.length ? fields[0].field : "";
   if (choice.y === choice.x || (choice.y && !fields.some((f) => f.field === choice.y))) choice.y = "";
