@@ -89,6 +89,66 @@ def test_a_description_finds_the_object_it_names_and_never_a_wrong_one(
     assert memory.last_seen("the purple giraffe") == {"objects": []}
 
 
+@pytest.mark.parametrize(
+    ("description", "named"),
+    [
+        ("blue mug", []),  # shares "mug" with the red mug: not enough
+        ("mug-7", []),  # shares "mug" with mug-3, but names an id nobody carries
+        ("where is tool 3", []),
+        ("红色的杯子", ["mug-9"]),
+        ("蓝色杯子", []),
+        ("mug", ["mug-3"]),  # every word asked is among the red mug's names
+        ("the red mug on the kitchen counter", ["mug-3"]),  # holds the whole label
+        ("where did I last see mug-3", ["mug-3"]),  # holds the whole id
+        ("red", ["cup-1", "mug-3"]),
+    ],
+)
+def test_a_description_names_an_object_by_all_its_words_not_one(
+    memory: RobotMemory, site: dict[str, int], description: str, named: list[str]
+) -> None:
+    found = memory.last_seen(description)["objects"]
+    assert sorted(o["object_id"] for o in found) == named
+
+
+def test_a_label_is_found_when_no_sighting_says_it(memory: RobotMemory, clock: FakeClock) -> None:
+    """A detector's label names the object even when the caption of its sightings does not hold it."""
+    seen = _see(memory, clock, "camera frame 456 processed", "green cup", [1, 1, 0], "cup-4")
+    _see(memory, clock, "检测帧 457 已处理", "黄色盒子", [2, 1, 0])
+    (cup,) = memory.last_seen("where is my green cup")["objects"]
+    assert cup["object_id"] == "cup-4" and cup["memory_id"] == seen
+    assert [o["label"] for o in memory.last_seen("黄色盒子在哪里")["objects"]] == ["黄色盒子"]
+    assert memory.last_seen("where is my blue cup") == {"objects": []}
+
+
+def test_a_chinese_label_is_named_however_the_sentence_around_it_splits(
+    memory: RobotMemory, clock: FakeClock
+) -> None:
+    seen = _see(memory, clock, "看到充电宝在桌子上", "充电宝", [1, 1, 0], "bank-1")
+    for description in ("充电宝", "充电宝在哪", "上次看到充电宝是在哪里", "我的充电宝在哪里"):
+        assert [o["memory_id"] for o in memory.last_seen(description)["objects"]] == [seen], description
+    assert memory.last_seen("充电器在哪") == {"objects": []}
+
+
+def test_a_description_looks_past_many_sightings_of_other_objects(
+    memory: RobotMemory, clock: FakeClock
+) -> None:
+    for k in range(120):  # their captions say "mug" more often than any mug's
+        _see(memory, clock, f"mug mug rack {k} by the mug shelf", "rack", [k, 0, 0], f"rack-{k}")
+    _see(memory, clock, "the green mug on the desk", "green mug", [1, 5, 0], "mug-2")
+    found = memory.last_seen("mug")["objects"]
+    assert [o["object_id"] for o in found] == ["mug-2"]
+
+
+def test_without_a_description_the_most_recently_seen_come_first(
+    memory: RobotMemory, clock: FakeClock
+) -> None:
+    first_cone = _see(memory, clock, "a cone by the gate", "cone", [0, 0, 0])
+    barrel = _see(memory, clock, "a barrel in the yard", "barrel", [5, 0, 0], "barrel-1")
+    second_cone = _see(memory, clock, "a cone far down the road", "cone", [50, 0, 0])
+    assert [o["memory_id"] for o in memory.last_seen()["objects"]] == [second_cone, barrel, first_cone]
+    assert [o["memory_id"] for o in memory.last_seen(n=2)["objects"]] == [second_cone, barrel]
+
+
 def test_sightings_without_an_id_group_by_label_and_distance(
     memory: RobotMemory, site: dict[str, int]
 ) -> None:
@@ -177,6 +237,16 @@ def test_around_since_a_time_before_now(memory: RobotMemory, site: dict[str, int
         (lambda m: m.last_seen("mug", region={"center": [1, 2], "radius": -1}), "region: radius"),
         (lambda m: m.around([1.0], 1.0), "position"),
         (lambda m: m.around([1.0, 2.0], -1.0), "radius"),
+        (lambda m: m.around([True, 2.0], 1.0), "position"),
+        (lambda m: m.around([1.0, 2.0], "1"), "radius"),
+        (lambda m: m.around([1e200, 1e200, 0.0], 1e200), "position: must be at most 1e+12"),
+        (lambda m: m.around([1.0, 2.0], 1e13), "radius: must be a number from 0 to 1e+12"),
+        (
+            lambda m: m.recall("", region={"center": [1e200, 0], "radius": 1}),
+            "region: center must be at most",
+        ),
+        (lambda m: m.recall("", region={"min": [-1e300, 0], "max": [1, 1]}), "region: min must be at most"),
+        (lambda m: m.recall("", region={"center": [0, 0], "radius": 1e200}), "region: radius must be"),
         (lambda m: m.around([1.0, 2.0], 1.0, frame=""), "frame:"),
         (lambda m: m.last_seen("mug", since="-2x"), "since: must be an ISO 8601 time with a zone"),
         (lambda m: m.last_seen("mug", until="-30 minutes"), "until: must be"),

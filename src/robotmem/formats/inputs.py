@@ -10,7 +10,6 @@ model is validated with the settings (``validate_input(model, arguments, setting
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Self, TypeVar
 
@@ -32,7 +31,14 @@ from robotmem.formats.validation import (
     short_repr,
 )
 from robotmem.query.filters import Node, parse_filter
-from robotmem.query.regions import INDEXED_PATHS, Region, parse_frame, parse_region
+from robotmem.query.regions import (
+    INDEXED_PATHS,
+    Region,
+    parse_centre,
+    parse_frame,
+    parse_radius,
+    parse_region,
+)
 from robotmem.query.spatial import SpatialSort, parse_spatial_sort
 from robotmem.rules.inheritance import check_session_robot, robot_id_problem
 
@@ -515,12 +521,14 @@ class LastSeenInput(OperationInput):
 class AroundInput(OperationInput):
     """The objects near a position now, and the latest memories there."""
 
-    position: list[float] = Field(
+    position: list[StrictFloat | StrictInt] = Field(
         min_length=2,
         max_length=3,
         description="Where: [x, y] or [x, y, z] in the frame (the robot's position).",
     )
-    radius: float = Field(ge=0.0, description="How far from the position, in the frame's units (metres).")
+    radius: StrictFloat | StrictInt = Field(
+        ge=0.0, description="How far from the position, in the frame's units (metres)."
+    )
     frame: str | None = Field(
         default=None, description='The coordinate frame of the position (default "map").'
     )
@@ -544,10 +552,7 @@ class AroundInput(OperationInput):
 
     def _check(self, settings: Settings) -> None:
         self._check_name("collection")
-        if not all(math.isfinite(v) for v in self.position):
-            raise ValidationError(f"position: must hold finite numbers, got {short_repr(self.position)}")
-        if not math.isfinite(self.radius):
-            raise ValidationError(f"radius: must be a finite number, got {short_repr(self.radius)}")
+        center, radius = parse_centre(self.position, "position"), parse_radius(self.radius, "radius")
         frame = parse_frame(self.frame, "frame")
-        self._region = Region(INDEXED_PATHS[0], frame, center=tuple(self.position), radius=self.radius)
+        self._region = Region(INDEXED_PATHS[0], frame, center=center, radius=radius)
         self._since = parse_time_bound("since", self.since)

@@ -27,6 +27,10 @@ DEFAULT_FRAME = "map"
 # Context paths with a spatial index (a schema migration adds one): regions are asked only of these.
 INDEXED_PATHS: tuple[tuple[str, ...], ...] = (("spatial", "position"),)
 MAX_FRAME_CHARS = 200
+# The largest magnitude of a region's coordinates and radius (a trillion metres, past any map frame). Within
+# it the squared radius is finite, so a position whose squared distance overflows to infinity is outside,
+# as it is; and every bound is a float32 the R*Tree holds without loss of order.
+MAX_COORDINATE = 1e12
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +100,31 @@ def parse_frame(raw: Any, name: str = "frame") -> str:
     return raw
 
 
-def _numbers(raw: Any, key: str) -> tuple[float, ...]:
+def _numbers(raw: Any, key: str, name: str = "region") -> tuple[float, ...]:
     if not isinstance(raw, list) or len(raw) not in (2, 3) or not all(_is_number(v) for v in raw):
         raise _fail(
-            f"{key} must be a list of 2 or 3 finite numbers ([x, y] or [x, y, z]), got {json.dumps(raw)}"
+            f"{key}must be a list of 2 or 3 finite numbers ([x, y] or [x, y, z]), got {json.dumps(raw)}",
+            name,
         )
+    if any(abs(v) > MAX_COORDINATE for v in raw):
+        raise _fail(f"{key}must be at most {MAX_COORDINATE:g} in magnitude, got {json.dumps(raw)}", name)
     return tuple(float(v) for v in raw)
+
+
+def parse_radius(raw: Any, name: str, key: str = "") -> float:
+    """Return a region's radius: a finite number from 0 to ``MAX_COORDINATE``; raise ``ValidationError``
+    naming ``name`` (and ``key`` within it) otherwise."""
+    if not _is_number(raw) or not 0 <= raw <= MAX_COORDINATE:
+        raise _fail(
+            f"{key}must be a number from 0 to {MAX_COORDINATE:g}, got {json.dumps(raw, default=repr)}", name
+        )
+    return float(raw)
+
+
+def parse_centre(raw: Any, name: str) -> tuple[float, ...]:
+    """Return a region's centre: 2 or 3 finite numbers of magnitude at most ``MAX_COORDINATE``; raise
+    ``ValidationError`` naming ``name`` otherwise."""
+    return _numbers(raw, "", name)
 
 
 def parse_region(raw: Any, *, max_bytes: int = 16384) -> Region | None:
@@ -138,12 +161,9 @@ def parse_region(raw: Any, *, max_bytes: int = 16384) -> Region | None:
     if sphere == box:
         raise _fail("give either center and radius (a sphere or circle) or min and max (a box)")
     if sphere:
-        center = _numbers(raw.get("center"), "center")
-        radius: Any = raw.get("radius")
-        if not _is_number(radius) or radius < 0:
-            raise _fail(f"radius must be a non-negative number, got {json.dumps(radius)}")
-        return Region(path, frame, center=center, radius=float(radius))
-    low, high = _numbers(raw.get("min"), "min"), _numbers(raw.get("max"), "max")
+        center = _numbers(raw.get("center"), "center ")
+        return Region(path, frame, center=center, radius=parse_radius(raw.get("radius"), "region", "radius "))
+    low, high = _numbers(raw.get("min"), "min "), _numbers(raw.get("max"), "max ")
     if len(low) != len(high):
         raise _fail(f"min and max must have the same number of coordinates, got {len(low)} and {len(high)}")
     if any(a > b for a, b in zip(low, high, strict=True)):

@@ -16,8 +16,8 @@ and its track, by the same rules.
 
 from __future__ import annotations
 
-import functools
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,18 +43,59 @@ from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.scoring import bm25_words
-from robotmem.store.protocol import ChannelQuery, RecallScope, StoreTx
-from robotmem.text.tokens import or_match
+from robotmem.store.protocol import CandidateSource, ChannelQuery, RecallScope, StoreTx
+from robotmem.text.naming import fold_value, value_candidates
+from robotmem.text.tokens import CJK_RANGES, or_match
 
 # When a sighting happened: the record field filters and the store's order use.
 # With event time stored, these become "observed_at" and the order "recent" (the one place to change).
 SIGHTING_FIELD = "observed_at"
 NEWEST_FIRST = "recent"
 _LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
+_LABEL_POOL_WIDE = 2000  # ranked again when the first pool, full, named no object
 _LABEL_BLOCK = 20  # of which read at a time, until enough objects are named
 _BLOCK = 500
+# Words of a question about where something is that name no object ("where did I last see ..."; "...在哪里"):
+# left out before a description is compared with an object's names (``_Naming``).
+QUESTION_WORDS = frozenset(
+    [
+        "last",
+        "latest",
+        "lately",
+        "recently",
+        "see",
+        "saw",
+        "seen",
+        "find",
+        "found",
+        "locate",
+        "located",
+        "show",
+        "spot",
+        "spotted",
+        "look",
+        "looking",
+        "我",
+        "的",
+        "在",
+        "哪",
+        "哪里",
+        "哪儿",
+        "上次",
+        "最后",
+        "看到",
+        "见到",
+        "看见",
+        "找",
+        "找到",
+        "是",
+        "了",
+        "吗",
+    ]
+)
 
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
+_CJK = re.compile(f"[{CJK_RANGES}]")
 
 _Item = TypeVar("_Item")
 
@@ -105,8 +146,12 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
         tracks: list[Track] = []
         for object_id, label in keys:
             tracks.extend(_tracks(tx, span, object_id, label, radius))
-            if len(tracks) >= args.n:
+            if len(tracks) >= args.n and (args.query or args.object_id is not None):
                 break
+        if not args.query and args.object_id is None:
+            # The most recently seen first: a label's older groups come after other objects seen since.
+            # Each of the first n names has a group newer than any name after them, so these n suffice.
+            tracks.sort(key=lambda t: (t.sightings[0].observed_at, t.sightings[0].memory_id), reverse=True)
         return tracks[: args.n]
 
     return last_seen_result([track.result() for track in engine.read(work)])
@@ -199,34 +244,104 @@ def _keys(named: Iterable[tuple[str | None, str | None]]) -> list[tuple[str | No
     return list(keys)
 
 
+class _Naming:
+    """Whether a description names an object: it holds the object's label or id as written (as whole words;
+    anywhere for a name with CJK characters, which the word splitter may cut otherwise inside a sentence:
+    "充电宝在哪"), or every word of its label, or of its id ("the red mug on the kitchen table"), or its
+    words (BM25's, without ``QUESTION_WORDS``) are all among the object's names ("mug" names the red mug).
+    "The blue mug" then names no red mug, "mug-7" no crate-7, "蓝色杯子" no 红色杯子: one shared word is
+    not enough."""
+
+    def __init__(self, query: str, words: Sequence[str], stopwords: str) -> None:
+        self._stopwords = stopwords
+        self._text = fold_value(" ".join(query.split()))
+        self._asked = frozenset(words) - QUESTION_WORDS
+        self._named: dict[tuple[str | None, str | None], bool] = {}
+
+    def __call__(self, pair: tuple[str | None, str | None]) -> bool:
+        if pair not in self._named:
+            self._named[pair] = self._names(*pair)
+        return self._named[pair]
+
+    def _names(self, object_id: str | None, label: str | None) -> bool:
+        names = [name for name in (label, object_id) if name]
+        if any(self._holds(name) for name in names):
+            return True
+        label_words, id_words = (
+            frozenset(bm25_words(name, self._stopwords)) if name else frozenset()
+            for name in (label, object_id)
+        )
+        asked = self._asked
+        return bool(asked) and (
+            asked <= label_words | id_words
+            or bool(label_words)
+            and label_words <= asked
+            or bool(id_words)
+            and id_words <= asked
+        )
+
+    def _holds(self, name: str) -> bool:
+        """Whether the description holds ``name`` as written (folded as context values are)."""
+        folded = fold_value(" ".join(name.split()))
+        if len(folded) < 2:
+            return False
+        if _CJK.search(folded):
+            return folded in self._text
+        return re.search(rf"(?<![\w.-]){re.escape(folded)}(?![\w]|[.-]\w)", self._text) is not None
+
+
 def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
-    """The objects a description names, best first: the sightings whose words match it, ranked by BM25.
+    """The objects a description names (``_Naming``), best first: those of the sightings whose words match
+    it, ranked by BM25; when none of those is named, the objects whose label or id the description holds
+    as a context value (``naming.value_candidates``) though their sightings' text does not.
 
     Only the words count, not the vector channel: "the blue mug" must not resolve to the red mug whose
-    sightings sit nearer in meaning, and a description of nothing seen (whose rare words no sighting holds)
-    finds nothing, never the nearest object: a sighting counts only when a word of its object's label or
-    id is among the description's words ("where did I last see the red cup": red, cup)."""
+    sightings sit nearer in meaning, and a description of nothing seen finds nothing, never the nearest
+    object."""
     settings = engine.settings.recall
     words = bm25_words(query, settings.query_stopwords)
     if or_match(words) is None:
         return []
-    channel = ChannelQuery(
-        words=words, depth=_LABEL_POOL, min_coverage=0.0, k1=settings.bm25_k1, b=settings.bm25_b
-    )
+    names = _Naming(query, words, settings.query_stopwords)
 
-    asked = set(words)
-
-    @functools.cache
-    def names(label: str | None, object_id: str | None) -> bool:
-        # The description names the object: a word of its label (or id) is among the description's words.
-        named = " ".join(part for part in (label, object_id) if part)
-        return bool(asked.intersection(bm25_words(named, settings.query_stopwords)))
+    def ranked(source: CandidateSource, depth: int) -> list[int]:
+        channel = ChannelQuery(
+            words=words, depth=depth, min_coverage=0.0, k1=settings.bm25_k1, b=settings.bm25_b
+        )
+        return [m for m, _ in source.ranked(channel).text]
 
     def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
-        ids = [m for m, _ in tx.candidates(scope).ranked(channel).text]
-        return _first_keys(tx, ids, n, _LABEL_BLOCK, lambda pair: names(pair[1], pair[0]))
+        source = tx.candidates(scope)
+        ids = ranked(source, _LABEL_POOL)
+        keys = _first_keys(tx, ids, n, _LABEL_BLOCK, names)
+        if not keys and len(ids) == _LABEL_POOL:  # the best matches are other objects': look deeper
+            keys = _first_keys(tx, ranked(source, _LABEL_POOL_WIDE)[_LABEL_POOL:], n, _BLOCK, names)
+        return keys or _named_by_value(tx, source, query, names)[:n]
 
     return engine.read(work)
+
+
+def _named_by_value(
+    tx: StoreTx, source: CandidateSource, query: str, names: _Naming
+) -> list[tuple[str | None, str | None]]:
+    """The objects whose id or label the description holds as a context value (``named_values``),
+    checked on a few of each value's carriers."""
+    found = source.named_values(value_candidates(query), 1.0)
+    carriers: dict[str, list[int]] = {}
+    for memory_id, values in sorted(found.carriers.items()):
+        for value in values:
+            carriers.setdefault(value, []).append(memory_id)
+    keys: list[tuple[str | None, str | None]] = []
+    for value in sorted(carriers, key=lambda v: (-len(v), v)):  # the longest value first: the fullest name
+        sample = carriers[value][-_LABEL_BLOCK:]  # the newest memories carrying it
+        objects = tx.memories.objects_of(sample)
+        held = [
+            pair
+            for pair in objects.values()
+            if names(pair) and value in (fold_value(pair[0] or ""), fold_value(pair[1] or ""))
+        ]
+        keys += [key for key in _keys(held) if key not in keys]
+    return keys
 
 
 def _recent_keys(tx: StoreTx, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
