@@ -204,7 +204,7 @@ def _inside(region: Region, point: tuple[float, ...]) -> bool:
     ("region", "words"),
     [
         ({"center": [1], "radius": 1}, "center must be a list of 2 or 3"),
-        ({"center": [1, 2], "radius": -1}, "radius must be a non-negative number"),
+        ({"center": [1, 2], "radius": -1}, "radius must be a number from 0 to 1e+12"),
         ({"min": [0, 0], "max": [1, 1, 1]}, "the same number of coordinates"),
         ({"min": [2, 0], "max": [1, 1]}, "min must not exceed max"),
         ({"field": "spatial.object_position", "center": [1, 2], "radius": 1}, "indexed position path"),

@@ -317,3 +317,25 @@ def test_a_time_order_with_a_query_gives_the_newest_memories_holding_its_words(
             "mug", n=4, order="recent", since=stored(since), until=stored(until), region=region
         )["memories"]
         assert [m["id"] for m in found] == near[:4] and len(near) > 4
+
+
+@pytest.mark.parametrize(
+    "moment", ["2500-01-01T00:00:00.000001Z", "9999-06-01T00:00:00.000001Z", "0005-01-01T00:00:00.000001Z"]
+)
+def test_a_window_is_exact_to_the_microsecond_in_every_year(
+    locate: Callable[[str], Any], settings: Settings, recall_mirror: bool, moment: str
+) -> None:
+    """Both recall sources bound ``observed_at`` to the microsecond, far from now as near it (the mirror
+    once held epoch microseconds in a float64, which rounds them beyond 2255)."""
+    chosen = settings.replace(recall_mirror=recall_mirror)
+    with RobotMemory(locate("far.db"), embed_backend="hash", settings=chosen) as memory:
+        seen = memory.learn("a calibration run far from now", observed_at=moment)["memory_id"]
+        memory.learn("another run a microsecond later", observed_at=moment[:-2] + "2Z")
+
+        def found(**window: Any) -> list[int]:
+            return [int(m["id"]) for m in memory.recall("", n=10, min_confidence=0.0, **window)["memories"]]
+
+        assert found(since=moment, until=moment) == [seen]
+        assert seen not in found(until=moment[:-2] + "0Z")
+        assert seen not in found(since=moment[:-2] + "2Z")
+        assert found(since=moment, order="recent")[-1] == seen

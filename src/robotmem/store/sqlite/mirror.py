@@ -78,10 +78,13 @@ _COLUMNS: tuple[tuple[str, type[np.generic], Any], ...] = (
     ("_session", np.int32, -1),  # code in ``_sessions``
     ("_real", np.bool_, False),
     ("_created", np.float64, 0.0),  # julianday(created_at)
-    # observed_at in epoch microseconds (exact in a float64); NaN: a text not in the stored form (windows
-    # then go to SQL, which compares the text); -inf: no memory (the scope's mask leaves such ids out).
-    ("_observed", np.float64, -math.inf),
+    # observed_at in epoch microseconds (exact in an int64 for every year 1 to 9999; a float64 would round
+    # them beyond 2255); _UNREADABLE: a text not in the stored form (windows then go to SQL, which compares
+    # the text); _NO_TIME: no memory (the scope's mask leaves such ids out).
+    ("_observed", np.int64, np.iinfo(np.int64).min),
 )
+_NO_TIME = int(np.iinfo(np.int64).min)
+_UNREADABLE = _NO_TIME + 1
 _MAX_CACHED_CONDITIONS = 32
 _MAX_CACHED_POINTS = 8
 _MAX_CACHED_VALUES = 16
@@ -93,7 +96,7 @@ _VALUE_OPERATORS = frozenset({"$eq", "$ne", "$lt", "$lte", "$gt", "$gte", "$betw
 _WINDOW_OPERATORS = frozenset({"$lt", "$lte", "$gt", "$gte"})
 
 
-def _stored_micros(value: Any) -> float | None:
+def _stored_micros(value: Any) -> int | None:
     """Return the epoch microseconds of a time in the stored form (``2026-01-01T12:00:00.000000+00:00``),
     None for any other value. Stored-form texts order as their times do, so comparing these numbers
     gives what SQLite's text comparison gives."""
@@ -105,7 +108,7 @@ def _stored_micros(value: Any) -> float | None:
         return None
     if moment.isoformat(timespec="microseconds") != value:
         return None
-    return float((moment - _EPOCH) // timedelta(microseconds=1))
+    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def _as_sqlite_orders(value: Any) -> float:
@@ -193,7 +196,7 @@ class RecallMirror:
     _session: npt.NDArray[np.int32]
     _real: BoolArray
     _created: FloatArray
-    _observed: FloatArray
+    _observed: npt.NDArray[np.int64]
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -285,7 +288,7 @@ class RecallMirror:
             self._real[memory_id] = bool(real)
             self._created[memory_id] = float(created) if created is not None else 0.0
             micros = _stored_micros(observed)
-            self._observed[memory_id] = math.nan if micros is None else micros
+            self._observed[memory_id] = _UNREADABLE if micros is None else micros
 
     def _load(self, conn: sqlite3.Connection) -> None:
         self._allocate(0)
@@ -448,7 +451,7 @@ class RecallMirror:
             return None
         bound = _stored_micros(node.operand)
         observed = self._observed
-        if bound is None or np.isnan(observed).any():
+        if bound is None or (observed == _UNREADABLE).any():
             return None
         if node.operator == "$lt":
             return observed < bound
@@ -648,14 +651,14 @@ class RecallMirror:
             if len(wanted) < len(ids):
                 return None
             observed = self._observed[wanted]
-            if np.isnan(observed).any():
+            if (observed == _UNREADABLE).any():
                 return None
             if limit is not None and limit < len(wanted):
                 # Only the memories at or after the limit-th newest time can be among the first.
                 nth = np.partition(observed, len(observed) - limit)[len(observed) - limit]
                 keep = observed >= nth
                 wanted, observed = wanted[keep], observed[keep]
-            return wanted[np.lexsort((-wanted, -observed))][:limit]
+            return wanted[np.lexsort((-wanted, ~observed))][:limit]  # ~t orders as -t, never overflowing
 
     def _named_by(self, conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[_Names, npt.NDArray[np.int64]]:
         """The object names (read from ``conn`` on the first call, then kept in step) and the memories of
