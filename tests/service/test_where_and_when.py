@@ -339,3 +339,25 @@ def test_a_window_is_exact_to_the_microsecond_in_every_year(
         assert seen not in found(until=moment[:-2] + "0Z")
         assert seen not in found(since=moment[:-2] + "2Z")
         assert found(since=moment, order="recent")[-1] == seen
+
+
+@pytest.mark.parametrize("frame", [None, 5, "", "   ", ["map"]])
+def test_a_frame_that_names_no_frame_is_refused_when_written(memory: RobotMemory, frame: Any) -> None:
+    """A position in a frame no region or sort can name would be in no frame, while ``last_seen`` reported
+    it in the default one: such a frame is refused on every write, naming the field, and nothing is stored."""
+    kept = memory.learn("the dock stands by the east wall", context={"spatial": {"position": [1, 2]}})
+    before = table_counts(memory)
+    bad = {"spatial": {"position": [0.0, 0.0, 0.0], "frame": frame}, "object": {"id": "tb-1"}}
+    for call in (
+        lambda: memory.learn("a turtlebot parked at the origin", context=bad),
+        lambda: memory.save_perception("a turtlebot seen at the origin", context=bad),
+        lambda: memory.update(kept["memory_id"], "the dock stands by the west wall", context=bad),
+    ):
+        with pytest.raises(ValidationError, match=r"context\.spatial\.frame"):
+            call()
+    items = [
+        {"description": f"a turtlebot seen, frame {k}", "context": bad if k == 1 else {}} for k in range(3)
+    ]
+    with pytest.raises(ValidationError, match=r"items\[1\]\.context\.spatial\.frame"):
+        memory.save_perceptions(items)
+    assert table_counts(memory) == before

@@ -32,6 +32,7 @@ from robotmem.formats.validation import (
 )
 from robotmem.query.filters import Node, parse_filter
 from robotmem.query.regions import (
+    DEFAULT_FRAME,
     INDEXED_PATHS,
     Region,
     parse_centre,
@@ -57,6 +58,22 @@ MAX_MEMORY_ID = 2**63 - 1  # SQLite's largest integer
 
 
 ALL_COLLECTIONS = "*"  # recall's collection that means every collection
+
+
+def parse_memory_context(raw: Any, max_bytes: int) -> dict[str, Any]:
+    """Return a memory's context (``parse_json_object``), its ``spatial.frame``, when given, a frame name
+    (``regions.parse_frame``): a frame that is null, a number or empty would put the position in no
+    frame a region or sort can name, while answers that report a sighting's frame would say "map"."""
+    context = parse_json_object("context", raw, max_bytes)
+    spatial = context.get("spatial")
+    if isinstance(spatial, dict) and "frame" in spatial:
+        if spatial["frame"] is None:
+            raise ValidationError(
+                "context.spatial.frame: is null; leave it out for the default frame "
+                f"{DEFAULT_FRAME!r}, or name the frame"
+            )
+        parse_frame(spatial["frame"], "context.spatial.frame")
+    return context
 
 
 class OperationInput(BaseModel):
@@ -151,7 +168,7 @@ class LearnInput(OperationInput):
 
     def _check(self, settings: Settings) -> None:
         self.insight = parse_text("insight", self.insight, max_chars=settings.max_insight_chars)
-        self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._context = parse_memory_context(self.context, settings.max_context_bytes)
         self._check_target()
         self._check_robot()
         self._check_name("session_id")
@@ -313,7 +330,7 @@ class SavePerceptionInput(OperationInput):
         )
         _, self._data_json = parse_payload("data", self.data, settings.max_data_bytes)
         _, self._metadata_json = parse_payload("metadata", self.metadata, settings.max_metadata_bytes)
-        self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._context = parse_memory_context(self.context, settings.max_context_bytes)
         self._observed = parse_event_time("observed_at", self.observed_at)
         self._check_target()
         self._check_name("session_id")
@@ -365,9 +382,7 @@ class UpdateInput(MemoryIdInput):
     def _check(self, settings: Settings) -> None:
         self.new_content = parse_text("new_content", self.new_content, max_chars=settings.max_insight_chars)
         self._context = (
-            None
-            if self.context is None
-            else parse_json_object("context", self.context, settings.max_context_bytes)
+            None if self.context is None else parse_memory_context(self.context, settings.max_context_bytes)
         )
         self._observed = parse_event_time("observed_at", self.observed_at)
 
@@ -389,7 +404,7 @@ class StartSessionInput(OperationInput):
         return self._context
 
     def _check(self, settings: Settings) -> None:
-        self._context = parse_json_object("context", self.context, settings.max_context_bytes)
+        self._context = parse_memory_context(self.context, settings.max_context_bytes)
         check_session_robot("context", self._context)
         self._check_target()
 
