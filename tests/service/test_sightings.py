@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import rewrite_context
 
 from robotmem import RobotMemory
 from robotmem.config import Settings
@@ -20,7 +21,7 @@ CONTEXTS = [
         "spatial": {"position": [1.5, 2.0, 0.8], "frame": "odom"},
     },
     {"object": {"label": "红色杯子"}, "spatial": {"position": [0.25, -3]}},
-    {"object": {"id": "", "label": "cone"}, "spatial": {"position": "here", "frame": 7}},
+    {"object": {"id": "", "label": "cone"}, "spatial": {"position": "here"}},  # its frame: 7 (below)
     {"object": {"id": 42, "label": ["not", "a", "text"]}},
     {"task": {"name": "patrol"}},
 ]
@@ -31,6 +32,8 @@ def test_sightings_read_the_object_position_frame_and_time(memory: RobotMemory) 
         memory.learn(f"sighting {i}", context=context, observed_at=1_780_000_000 + i)["memory_id"]
         for i, context in enumerate(CONTEXTS)
     ]
+    # A frame that is no text, as another program or an older robotmem could write it.
+    rewrite_context(memory, ids[2], {**CONTEXTS[2], "spatial": {"position": "here", "frame": 7}})
 
     found = memory.engine.read(lambda tx: tx.memories.sightings([*ids, 99_999]))
 

@@ -64,6 +64,12 @@ def test_observed_at_defaults_to_now_and_takes_iso_or_epoch_seconds(
         (lambda m: m.recall("dock", since="-2 hours"), "since: must be"),
         (lambda m: m.recall("dock", until="2026-01-01"), "until: "),
         (lambda m: m.recall("dock", since="now", until="-1h"), "since: "),
+        (lambda m: m.learn("the lab door sticks", observed_at="1_750_000_000"), "observed_at: must be"),
+        (
+            lambda m: m.learn("the lab door sticks", observed_at="１７５００００００００"),
+            "observed_at: must be",
+        ),
+        (lambda m: m.recall("dock", until="nan"), "until: must be"),
     ],
 )
 def test_a_bad_time_names_its_field_and_writes_nothing(

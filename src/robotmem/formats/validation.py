@@ -291,6 +291,7 @@ EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc)  # a day inside datetime's ran
 LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc)
 EventTime = str | int | float
 _RELATIVE = re.compile(r"-(\d+(?:\.\d+)?)(s|m|h|d|w)")
+_EPOCH_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _EVENT_FORM = "an ISO 8601 time with a zone (2026-01-01T12:00:00+00:00, …Z) or epoch seconds"
 _BOUND_FORM = f"{_EVENT_FORM}, now, or a time before now such as -30m, -2h, -7d (units s, m, h, d, w)"
@@ -308,9 +309,9 @@ def _moment(field: str, raw: Any, form: str = _EVENT_FORM) -> datetime:
         text = raw.strip()
         if len(text) > MAX_TIMESTAMP_CHARS:
             raise ValidationError(f"{field}: is {len(text)} characters; the limit is {MAX_TIMESTAMP_CHARS}")
-        with contextlib.suppress(ValueError):
+        if _EPOCH_TEXT.fullmatch(text):  # ASCII digits only: float() also reads "1_000" and other scripts'
             seconds = float(text)
-        if seconds is None:
+        else:
             return _iso_moment(field, text, form)
     if not math.isfinite(seconds):
         raise ValidationError(f"{field}: must be a finite number of epoch seconds, got {short_repr(raw)}")

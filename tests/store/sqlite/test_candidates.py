@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.conftest import rewrite_context
 from tests.store.sqlite.conftest import query_vector, vector_index
 
 from robotmem import RobotMemory
@@ -167,8 +168,6 @@ def _placed(memory: RobotMemory, count: int) -> list[int]:
             spatial["position"] = [True, 0.5]
         if i % 4 == 1:
             spatial["frame"] = "odom"
-        elif i % 13 == 5:
-            spatial["frame"] = 7
         learned = memory.learn(
             f"placed the mug at spot {i}",
             context={"spatial": spatial},
@@ -176,6 +175,8 @@ def _placed(memory: RobotMemory, count: int) -> list[int]:
             observed_at=1_780_000_000 + i // 4,  # four memories at each moment: ties by id
         )
         ids.append(learned["memory_id"])
+        if i % 4 != 1 and i % 13 == 5:  # a frame that is no text, as another program could write it
+            rewrite_context(memory, learned["memory_id"], {"spatial": {**spatial, "frame": 7}})
     return ids
 
 
