@@ -171,6 +171,13 @@ def sightings(memory: RobotMemory) -> dict[str, int]:
         "wall": saw("a crack in the wall", "2026-03-02T11:00:00Z", [2.0, 5.0]),
         "thing": saw("something at the crack", "2026-03-02T11:10:00Z", [2.0, 5.0], id="x-1", label="thing"),
         "odd": odd_frame(memory),
+        "nameless": int(  # names no object: not a sighting the map counts
+            memory.learn(
+                "something",
+                context={"object": {}, "spatial": {"position": [0.5, 0.5]}},
+                observed_at="2026-03-02T11:20:00Z",
+            )["memory_id"]
+        ),
     }
 
 
@@ -188,8 +195,8 @@ def test_map_shows_one_frame_and_the_objects_seen_in_it(memory: RobotMemory, cli
     assert found["field"] == "spatial.position" and found["time_field"] == "observed_at"
     # The frame most memories are in is the default; a frame that is no text is in none.
     assert found["frame"] == "map"
-    assert found["frames"] == [{"frame": "map", "memories": 8}, {"frame": "odom", "memories": 2}]
-    assert found["total"] == 8 and ids["pallet1"] not in {p["memory_id"] for p in found["points"]}
+    assert found["frames"] == [{"frame": "map", "memories": 9}, {"frame": "odom", "memories": 2}]
+    assert found["total"] == 9 and ids["pallet1"] not in {p["memory_id"] for p in found["points"]}
     assert found["sightings"] == 7 and ids["odd"] not in {p["memory_id"] for p in found["points"]}
     objects = {(o["object_id"], o["label"]): o for o in found["objects"]}
     mug = objects[("mug-3", "red mug")]

@@ -614,7 +614,8 @@ class BrowseQueries(Protocol):
 
     def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
         """Return the newest ``limit`` object sightings in ``frame`` (memories whose ``context.object`` is an
-        object and whose ``spatial.position`` is a list), by ``observed_at`` then id, and how many there are."""
+        object naming a text id or label and whose ``spatial.position`` is a list), by ``observed_at`` then
+        id, and how many there are."""
         ...
 
     def param_field_counts(self, scope: ViewScope) -> list[tuple[str, str | None, int]]:

@@ -389,9 +389,10 @@ class SharedBrowse(ABC):
 
     def object_sightings(self, scope: ViewScope, frame: str, limit: int) -> tuple[list[MapSighting], int]:
         """Return the newest ``limit`` object sightings in ``frame`` by ``observed_at`` (then id), newest
-        first, and how many there are."""
+        first, and how many there are: those naming an object by a text id or label."""
         where, params = scope_predicate(scope, self._mark)
         where += f" AND {self._SIGHTING} AND {self._FRAME} = {self._mark('frame')}"
+        where += f" AND ({self._OBJECT_ID} IS NOT NULL OR {self._OBJECT_LABEL} IS NOT NULL)"  # names one
         params = {**params, "frame": frame, "limit": limit}
         total = self._count(f"SELECT COUNT(*) FROM memories m WHERE {where}", params)
         rows = self._conn.execute(
