@@ -8,6 +8,7 @@ test fails on an uncaught error or a console error of the page.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterator
@@ -285,10 +286,19 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, RobotM
     settings = Settings(home=home / "home")
     with RobotMemory(home / "demo.db", embed_backend="hash", settings=settings, clock=clock) as memory:
         seed_demo(memory, clock, DEMO_EPISODES)
-        server = make_server("127.0.0.1", 0, create_app(memory), threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        yield f"http://127.0.0.1:{server.server_port}", memory
+        with served(memory) as base:
+            yield base, memory
+
+
+@contextlib.contextmanager
+def served(memory: RobotMemory) -> Iterator[str]:
+    """The web UI of ``memory`` on a loopback port, while the block runs: its base address."""
+    server = make_server("127.0.0.1", 0, create_app(memory), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
         server.shutdown()
         thread.join(timeout=5)
 
@@ -431,6 +441,18 @@ DRAWN = """() => {
     };
 }"""
 
+# Whether each object label, drawn right of its marker as charts.js draws it, ends inside the plot area.
+LABELS_INSIDE = """() => {
+    const u = document.querySelector("#map-plot").uplot;
+    const objects = u.layers.find((l) => l.id === "objects");
+    const ratio = uPlot.pxRatio || 1, radius = objects.radius || 3.5;
+    u.ctx.font = `600 ${11 * ratio}px sans-serif`;
+    return objects.items.every((item) => {
+        const right = u.valToPos(item.x, "x") + radius * 1.8 + 3 + u.ctx.measureText(objects.label(item)).width / ratio;
+        return right <= u.over.clientWidth + 1;
+    });
+}"""
+
 
 def test_map_draws_objects_and_tracks_one_frame_at_a_time(demo: tuple[str, RobotMemory], page: Any) -> None:
     base, memory = demo
@@ -460,10 +482,27 @@ def test_map_draws_objects_and_tracks_one_frame_at_a_time(demo: tuple[str, Robot
             assert any(b - g > 50 and r - g > 15 for r, g, b in midpoints), midpoints
         # Only this frame's memories are drawn.
         assert sorted(seen["memories"]) == sorted(p["memory_id"] for p in data["points"])
+        # Fitted, every object's label ends inside the plot (room is kept right of the points for them).
+        assert page.evaluate(LABELS_INSIDE), frame
         shot(page, f"22-map-objects-{frame}")
     assert memory.map_view(frame="odom")["total"] == 0 < memory.map_view()["total"]
     expect(page.locator("#map-summary")).to_contain_text("Showing 0 of 0 memories")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_label_at_the_right_edge_of_the_map_stays_in_view(tmp_path: Path, page: Any) -> None:
+    """The object farthest right carries the longest label: fitted, the map keeps room for it."""
+    expect = _sync_api().expect
+    with RobotMemory(tmp_path / "edge.db", embed_backend="hash") as memory:
+        for x, label in ((0.0, "cone"), (25.0, "pallet"), (50.0, "traffic cone by the loading dock")):
+            memory.learn(
+                f"saw the {label}", context={"object": {"label": label}, "spatial": {"position": [x, 2.0]}}
+            )
+        with served(memory) as base:
+            page.goto(base + "/#/map")
+            expect(page.locator("#map-plot canvas")).to_have_count(1)
+            assert page.evaluate(LABELS_INSIDE)
+            shot(page, "23-map-edge-label")
 
 
 def test_parameter_bins_match_the_stores_counts(demo: tuple[str, RobotMemory], page: Any) -> None:

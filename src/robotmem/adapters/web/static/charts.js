@@ -170,13 +170,24 @@ const Charts = (() => {
         if (plot.crosshair) drawCrosshair(plot, ctx);
       },
     });
+    // CSS pixels right of the points for the widest label drawn beside them (at most a third of the plot).
+    const labelRoom = (width) => {
+      let widest = 0;
+      u.ctx.font = `600 ${11 * px()}px ${FONT_FAMILY}`; // as drawLabels writes them
+      for (const layer of layers.filter((l) => l.label)) {
+        const offset = (layer.radius || (layer.items.length > 2000 ? 2.5 : 3.5)) * 1.8 + 3; // as drawLayer
+        for (const item of layer.items) widest = Math.max(widest, offset + u.ctx.measureText(layer.label(item)).width / px());
+      }
+      return Math.min(widest, width / 3);
+    };
     const fit = () => {
       let bounds = all.length ? [Infinity, -Infinity, Infinity, -Infinity] : [-1, 1, -1, 1];
       for (const p of all) bounds = [Math.min(bounds[0], p.x), Math.max(bounds[1], p.x), Math.min(bounds[2], p.y), Math.max(bounds[3], p.y)];
       const size = area(u);
+      const room = labelRoom(size.width);
       const spanX = Math.max(bounds[1] - bounds[0], 1e-6), spanY = Math.max(bounds[3] - bounds[2], 1e-6);
-      const perPixel = Math.max(spanX / size.width, spanY / size.height) * 1.1;
-      setView((bounds[0] + bounds[1]) / 2, (bounds[2] + bounds[3]) / 2, perPixel);
+      const perPixel = Math.max(spanX / (size.width - room), spanY / size.height) * 1.1;
+      setView((bounds[0] + bounds[1]) / 2 + (room * perPixel) / 2, (bounds[2] + bounds[3]) / 2, perPixel);
     };
     // One unit per pixel for both axes: the plot area's width and height set each range.
     const setView = (cx, cy, perPixel) => {
