@@ -57,42 +57,13 @@ _LABEL_BLOCK = 20  # of which read at a time, until enough objects are named
 _BLOCK = 500
 # Words of a question about where something is that name no object ("where did I last see ..."; "...在哪里"):
 # left out before a description is compared with an object's names (``_Naming``).
-QUESTION_WORDS = frozenset(
-    [
-        "last",
-        "latest",
-        "lately",
-        "recently",
-        "see",
-        "saw",
-        "seen",
-        "find",
-        "found",
-        "locate",
-        "located",
-        "show",
-        "spot",
-        "spotted",
-        "look",
-        "looking",
-        "我",
-        "的",
-        "在",
-        "哪",
-        "哪里",
-        "哪儿",
-        "上次",
-        "最后",
-        "看到",
-        "见到",
-        "看见",
-        "找",
-        "找到",
-        "是",
-        "了",
-        "吗",
-    ]
-)
+# fmt: off
+QUESTION_WORDS = frozenset((
+    "last", "latest", "lately", "recently", "see", "saw", "seen", "find", "found",
+    "locate", "located", "show", "spot", "spotted", "look", "looking",
+    "我", "的", "在", "哪", "哪里", "哪儿", "上次", "最后", "看到", "见到", "看见", "找", "找到", "是", "了", "吗",
+))
+# fmt: on
 
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
 _CJK = re.compile(f"[{CJK_RANGES}]")
@@ -274,10 +245,8 @@ class _Naming:
         asked = self._asked
         return bool(asked) and (
             asked <= label_words | id_words
-            or bool(label_words)
-            and label_words <= asked
-            or bool(id_words)
-            and id_words <= asked
+            or (bool(label_words) and label_words <= asked)
+            or (bool(id_words) and id_words <= asked)
         )
 
     def _holds(self, name: str) -> bool:
