@@ -498,11 +498,16 @@ def test_a_label_at_the_right_edge_of_the_map_stays_in_view(tmp_path: Path, page
             memory.learn(
                 f"saw the {label}", context={"object": {"label": label}, "spatial": {"position": [x, 2.0]}}
             )
+        memory.learn("the arm reached over the bench", context={"spatial": {"position": [10.0, 1.0, 0.8]}})
         with served(memory) as base:
             page.goto(base + "/#/map")
             expect(page.locator("#map-plot canvas")).to_have_count(1)
             assert page.evaluate(LABELS_INSIDE)
             shot(page, "23-map-edge-label")
+            # On x–z the objects, seen at [x, y] only, are not drawn: the summary says why, not "0 objects".
+            page.select_option("#map-plane", "0,2")
+            expect(page.locator("#map-summary")).to_contain_text("0 objects seen in this frame")
+            expect(page.locator("#map-summary")).to_contain_text("3 more have no z")
 
 
 def test_parameter_bins_match_the_stores_counts(demo: tuple[str, RobotMemory], page: Any) -> None:

@@ -262,8 +262,10 @@ async function mapView() {
 function mapSummary(data, plane, layers) {
   if (!data.field) return "No memory has a spatial.* coordinate list in this window.";
   const count = (id) => (layers.find((layer) => layer.id === id) || { items: [] }).items.length;
+  const flat = data.objects.length - count("objects"); // latest positions without this plane's axes
   const objects = data.objects.length
-    ? ` ${count("objects")} object${data.objects.length === 1 ? "" : "s"} seen in this frame (◆ latest position, line: track in time order, from ${data.sightings} sightings).`
+    ? ` ${count("objects")} object${count("objects") === 1 ? "" : "s"} seen in this frame (◆ latest position, line: track in time order, from ${data.sightings} sightings)` +
+      (flat ? `; ${flat} more have no z, so this plane cannot show them.` : ".")
     : " No object seen in this frame.";
   return (
     `Showing ${count("memories")} of ${data.total} memories with ${data.field} in frame ${data.frame}` +
