@@ -139,6 +139,28 @@ def test_a_description_looks_past_many_sightings_of_other_objects(
     assert [o["object_id"] for o in found] == ["mug-2"]
 
 
+def test_an_id_names_its_object_alone_and_the_most_specific_name_comes_first(
+    memory: RobotMemory, clock: FakeClock
+) -> None:
+    """An id-like word ("mug-2") is one word: it names mug-2, not mug-30 nor every mug; an unknown id names
+    nothing. A label held whole ranks before a label that merely holds every word asked."""
+    for object_id, label, x in (("mug-1", "mug", 1), ("mug-2", "mug", 5), ("mug-30", "mug", 9)):
+        _see(memory, clock, f"a mug seen at spot {x}", label, [x, 0, 0], object_id)
+    _see(memory, clock, "red mug lid, red mug lid", "red mug lid", [3, 0, 0], "lid-1")
+    _see(memory, clock, "a person walking by with a mug", "person", [8, 0, 0], "2")  # a tracker's number
+    _see(memory, clock, "the thing on the mug shelf", "the", [2, 2, 0], "t-9")  # a label of stop words
+
+    def named(description: str, n: int = 5) -> list[str]:
+        return [o["object_id"] for o in memory.last_seen(description, n=n)["objects"]]
+
+    assert named("mug-2") == named("where is MUG-2?") == ["mug-2"]
+    assert named("mug-99") == named("mug_2") == []
+    assert named("where is the red mug", n=1) != ["lid-1"]
+    assert named("red mug")[-1] == "lid-1" and sorted(named("red mug")[:3]) == ["mug-1", "mug-2", "mug-30"]
+    assert sorted(named("mugs")) == sorted(named("mug")) == ["lid-1", "mug-1", "mug-2", "mug-30"]
+    assert "2" not in named("the mug on shelf 2") and "t-9" not in named("where is the mug")
+
+
 def test_without_a_description_the_most_recently_seen_come_first(
     memory: RobotMemory, clock: FakeClock
 ) -> None:

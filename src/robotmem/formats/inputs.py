@@ -483,8 +483,9 @@ class LastSeenInput(OperationInput):
 
     query: str = Field(
         default="",
-        description='The object in words, any language ("the red mug", "红色杯子"); matched against the '
-        "labels and sightings. Empty with object_id, or to list the objects seen most recently.",
+        description='The object in words, any language ("the red mug", "红色杯子"): the objects it names (its '
+        "label or id, or every word asked is one of the label's). Empty with object_id, or to list the objects "
+        "seen most recently, newest first.",
     )
     object_id: str | None = Field(
         default=None, description='The object\'s id as sightings name it (context.object.id, e.g. "mug-3").'

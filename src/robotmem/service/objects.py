@@ -67,6 +67,9 @@ QUESTION_WORDS = frozenset((
 
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
 _CJK = re.compile(f"[{CJK_RANGES}]")
+# An id-like word: letters and digits, a digit among them, joined by "-" or "_" ("mug-30", "R2-D2", "tb_1").
+_ID_LIKE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[^\W_]+(?:[-_][^\W_]+)+(?![\w-])")
+_LETTER = re.compile(r"[^\W\d_]")
 
 _Item = TypeVar("_Item")
 
@@ -107,7 +110,7 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
     if args.object_id is not None:
         keys: list[tuple[str | None, str | None]] = [(args.object_id, None)]
     elif args.query:
-        keys = _described(engine, args.query, scope, args.n)
+        keys = _described(engine, args.query, span, args.n)
     else:
         keys = engine.read(lambda tx: _recent_keys(tx, scope, args.n))
 
@@ -216,53 +219,87 @@ def _keys(named: Iterable[tuple[str | None, str | None]]) -> list[tuple[str | No
 
 
 class _Naming:
-    """Whether a description names an object: it holds the object's label or id as written (as whole words;
-    anywhere for a name with CJK characters, which the word splitter may cut otherwise inside a sentence:
-    "充电宝在哪"), or every word of its label, or of its id ("the red mug on the kitchen table"), or its
-    words (BM25's, without ``QUESTION_WORDS``) are all among the object's names ("mug" names the red mug).
-    "The blue mug" then names no red mug, "mug-7" no crate-7, "蓝色杯子" no 红色杯子: one shared word is
-    not enough."""
+    """How specifically a description names an object (``rank``; 0: it does not name it).
 
-    def __init__(self, query: str, words: Sequence[str], stopwords: str) -> None:
+    4: it holds the object's id as written ("where is mug-3"); 3: its label as written ("the red mug on the
+    kitchen table"; whole words, anywhere for a name with CJK characters, which the word splitter may cut
+    otherwise inside a sentence: "充电宝在哪"); 2: every word of the label, or of an id with a letter; 1: every
+    word it asks (BM25's, without ``QUESTION_WORDS``) is among the object's names ("mug" names the red mug).
+    Words compare case-folded and singular ("mugs"); an id-like word ("mug-30", "R2-D2": letters and digits
+    joined by "-" or "_") stays one word, so "mug-2" names neither mug-30 nor a mug without id. "The blue mug"
+    names no red mug, "mug-7" no crate-7, "蓝色杯子" no 红色杯子: one shared word is not enough."""
+
+    def __init__(self, query: str, stopwords: str) -> None:
         self._stopwords = stopwords
-        self._text = fold_value(" ".join(query.split()))
-        self._asked = frozenset(words) - QUESTION_WORDS
-        self._named: dict[tuple[str | None, str | None], bool] = {}
+        self._text = _folded(query)
+        self.ids = _ID_LIKE.findall(query)
+        rest = _ID_LIKE.sub(" ", query)
+        self._asked = (
+            frozenset(
+                [*(_singular(w) for w in bm25_words(rest, stopwords)), *(i.casefold() for i in self.ids)]
+            )
+            - QUESTION_WORDS
+        )
+        self._rank: dict[tuple[str | None, str | None], int] = {}
+        self.best: dict[
+            tuple[str | None, str | None], int
+        ] = {}  # an object's key (``_keys``) → its best rank
 
     def __call__(self, pair: tuple[str | None, str | None]) -> bool:
-        if pair not in self._named:
-            self._named[pair] = self._names(*pair)
-        return self._named[pair]
+        rank = self.rank(pair)
+        if rank:
+            (key,) = _keys([pair])
+            self.best[key] = max(rank, self.best.get(key, 0))
+        return rank > 0
 
-    def _names(self, object_id: str | None, label: str | None) -> bool:
-        names = [name for name in (label, object_id) if name]
-        if any(self._holds(name) for name in names):
-            return True
-        label_words, id_words = (
-            frozenset(bm25_words(name, self._stopwords)) if name else frozenset()
-            for name in (label, object_id)
-        )
+    def rank(self, pair: tuple[str | None, str | None]) -> int:
+        if pair not in self._rank:
+            self._rank[pair] = self._ranked(*pair)
+        return self._rank[pair]
+
+    def _ranked(self, object_id: str | None, label: str | None) -> int:
+        object_id = object_id if object_id and _LETTER.search(object_id) else None  # "41": a number asked
+        if object_id and self._holds(object_id):
+            return 4
+        if label and self._holds(label):
+            return 3
+        label_words, id_words = (self._words(name) for name in (label, object_id))
         asked = self._asked
-        return bool(asked) and (
-            asked <= label_words | id_words
-            or (bool(label_words) and label_words <= asked)
-            or (bool(id_words) and id_words <= asked)
-        )
+        if (label_words and label_words <= asked) or (id_words and id_words <= asked):
+            return 2  # "mug 3" names mug-3
+        whole = {object_id.casefold()} if object_id else set()
+        return int(bool(asked) and asked <= label_words | id_words | whole)
+
+    def _words(self, name: str | None) -> frozenset[str]:
+        return frozenset(_singular(w) for w in bm25_words(name, self._stopwords)) if name else frozenset()
 
     def _holds(self, name: str) -> bool:
-        """Whether the description holds ``name`` as written (folded as context values are)."""
-        folded = fold_value(" ".join(name.split()))
-        if len(folded) < 2:
+        """Whether the description holds ``name`` as written (case-folded; a name of stop words alone
+        never: "the")."""
+        folded = _folded(name)
+        if len(folded) < 2 or not bm25_words(name, self._stopwords):
             return False
         if _CJK.search(folded):
             return folded in self._text
         return re.search(rf"(?<![\w.-]){re.escape(folded)}(?![\w]|[.-]\w)", self._text) is not None
 
 
-def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[tuple[str | None, str | None]]:
-    """The objects a description names (``_Naming``), best first: those of the sightings whose words match
-    it, ranked by BM25; when none of those is named, the objects whose label or id the description holds
-    as a context value (``naming.value_candidates``) though their sightings' text does not.
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _singular(word: str) -> str:
+    """An English plural's singular, roughly ("mugs", "boxes", "glasses"); other words as they are."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return word
+    return word[:-2] if word.endswith(("ches", "shes", "xes", "zes", "sses")) else word[:-1]
+
+
+def _described(engine: Engine, query: str, span: _Span, n: int) -> list[tuple[str | None, str | None]]:
+    """The objects a description names (``_Naming``), the most specifically named first, then in the order
+    BM25 ranks their sightings: the objects of the best-matching sightings, and any object whose id the
+    description holds (read from the index of ids); when none of those is named, the objects whose label or
+    id the description holds as a context value (``naming.value_candidates``) though no caption says it.
 
     Only the words count, not the vector channel: "the blue mug" must not resolve to the red mug whose
     sightings sit nearer in meaning, and a description of nothing seen finds nothing, never the nearest
@@ -271,7 +308,8 @@ def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[t
     words = bm25_words(query, settings.query_stopwords)
     if or_match(words) is None:
         return []
-    names = _Naming(query, words, settings.query_stopwords)
+    names = _Naming(query, settings.query_stopwords)
+    scope = span.scope()
 
     def ranked(source: CandidateSource, depth: int) -> list[int]:
         channel = ChannelQuery(
@@ -282,10 +320,17 @@ def _described(engine: Engine, query: str, scope: RecallScope, n: int) -> list[t
     def work(tx: StoreTx) -> list[tuple[str | None, str | None]]:
         source = tx.candidates(scope)
         ids = ranked(source, _LABEL_POOL)
-        keys = _first_keys(tx, ids, n, _LABEL_BLOCK, names)
+        keys: list[tuple[str | None, str | None]] = [
+            (object_id, None)
+            for object_id in dict.fromkeys(names.ids)
+            if span.region is None
+            and tx.memories.object_track(span.collection, object_id, span.since, span.until) is not None
+        ]
+        keys += [key for key in _first_keys(tx, ids, len(ids), _LABEL_POOL, names) if key not in keys]
         if not keys and len(ids) == _LABEL_POOL:  # the best matches are other objects': look deeper
             keys = _first_keys(tx, ranked(source, _LABEL_POOL_WIDE)[_LABEL_POOL:], n, _BLOCK, names)
-        return keys or _named_by_value(tx, source, query, names)[:n]
+        keys = keys or _named_by_value(tx, source, query, names)
+        return sorted(keys, key=lambda key: -names.best.get(key, 4))[:n]  # stable: BM25's order among equals
 
     return engine.read(work)
 

@@ -130,9 +130,10 @@ scope: decide without it (or explore, then learn the outcome); do not retry the 
 Where did I last see it? For each object matching the question, its latest sighting: where (position and
 coordinate frame), when (observed_at, ISO 8601 UTC) and in which memory. Objects are what stored memories name
 in context.object ({"id": "mug-3", "label": "red mug"}). Ask by object_id for one object, or by query in words
-("the red mug", "红色杯子", "where is my charger"): only objects whose sightings contain the words are
-returned, best match first, so an object never seen returns {"objects": []} — then say you have not seen it,
-never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
+("the red mug", "红色杯子", "where is my charger"): only objects the words name are returned (the question
+holds the object's label or id, or every word asked is one of its label's: "mug" names the red mug, "the blue
+mug" does not), best match first, so an object never seen returns {"objects": []} — then say you have not
+seen it, never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
 just before the move). since/until (ISO 8601, epoch seconds, or -30m/-2h/-7d) and region narrow the sightings.
 Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", "memory_id", "sightings"}]}.""",
     "around": """\
