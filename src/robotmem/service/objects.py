@@ -53,7 +53,7 @@ SIGHTING_FIELD = "observed_at"
 NEWEST_FIRST = "recent"
 _LABEL_POOL = 100  # sightings recall ranks to resolve a description to objects
 _LABEL_POOL_WIDE = 2000  # ranked again when the first pool, full, named no object
-_LABEL_BLOCK = 20  # of which read at a time, until enough objects are named
+_LABEL_BLOCK = 20  # carriers of a value read to tell whether it is an object's label or id
 _BLOCK = 500
 # Words of a question about where something is that name no object ("where did I last see ..."; "...在哪里"):
 # left out before a description is compared with an object's names (``_Naming``).
@@ -116,13 +116,15 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
 
     radius = engine.settings.object_group_radius
 
+    recent = args.object_id is None and not args.query
+
     def work(tx: StoreTx) -> list[Track]:
         tracks: list[Track] = []
         for object_id, label in keys:
             tracks.extend(_tracks(tx, span, object_id, label, radius))
-            if len(tracks) >= args.n and (args.query or args.object_id is not None):
+            if len(tracks) >= args.n and not recent:
                 break
-        if not args.query and args.object_id is None:
+        if recent:
             # The most recently seen first: a label's older groups come after other objects seen since.
             # Each of the first n names has a group newer than any name after them, so these n suffice.
             tracks.sort(key=lambda t: (t.sightings[0].observed_at, t.sightings[0].memory_id), reverse=True)
@@ -241,9 +243,8 @@ class _Naming:
             - QUESTION_WORDS
         )
         self._rank: dict[tuple[str | None, str | None], int] = {}
-        self.best: dict[
-            tuple[str | None, str | None], int
-        ] = {}  # an object's key (``_keys``) → its best rank
+        # An object's key (``_keys``) → the best rank of the sightings' names it was asked about.
+        self.best: dict[tuple[str | None, str | None], int] = {}
 
     def __call__(self, pair: tuple[str | None, str | None]) -> bool:
         rank = self.rank(pair)
