@@ -358,6 +358,7 @@ def test_a_frame_that_names_no_frame_is_refused_when_written(memory: RobotMemory
         lambda: memory.learn("a turtlebot parked at the origin", context=bad),
         lambda: memory.save_perception("a turtlebot seen at the origin", context=bad),
         lambda: memory.update(kept["memory_id"], "the dock stands by the west wall", context=bad),
+        lambda: memory.start_session(context={"spatial": {"frame": frame}}),  # its memories inherit it
     ):
         with pytest.raises(ValidationError, match=r"context\.spatial\.frame"):
             call()

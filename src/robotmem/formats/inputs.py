@@ -61,9 +61,10 @@ ALL_COLLECTIONS = "*"  # recall's collection that means every collection
 
 
 def parse_memory_context(raw: Any, max_bytes: int) -> dict[str, Any]:
-    """Return a memory's context (``parse_json_object``), its ``spatial.frame``, when given, a frame name
-    (``regions.parse_frame``): a frame that is null, a number or empty would put the position in no
-    frame a region or sort can name, while answers that report a sighting's frame would say "map"."""
+    """Return a memory's context, or a session's (which its memories inherit), as ``parse_json_object``
+    does, its ``spatial.frame``, when given, a frame name (``regions.parse_frame``): a frame that is null, a
+    number or empty would put the position in no frame a region or sort can name, while answers that
+    report a sighting's frame would say "map"."""
     context = parse_json_object("context", raw, max_bytes)
     spatial = context.get("spatial")
     if isinstance(spatial, dict) and "frame" in spatial:
