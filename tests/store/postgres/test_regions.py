@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+import pytest
 from pgvector.psycopg import register_vector
 
 from robotmem import RobotMemory
@@ -285,21 +286,38 @@ def _times(dsn: str) -> dict[int, str]:
         }
 
 
+@pytest.mark.parametrize(
+    "window",
+    [
+        {"observed_at": {"$gte": "2026-01-01T00:30:00.000000+00:00", "$lte": "2026-01-01T02:00:00+00:00"}},
+        {"observed_at": {"$gte": "2026-01-01T00:30:00.000000+00:00"}},  # one condition, not a conjunction
+        {"observed_at": {"$lt": "2026-01-01T02:00:00+00:00"}, "colour": "red"},  # beside a context condition
+        {
+            "observed_at": {"$gte": "2026-01-01T00:30:00+00:00", "$lte": "2026-01-01T02:00:00+00:00"},
+            "colour": "x",
+        },
+    ],
+)
 def test_a_region_within_a_window_is_listed_once_and_ranked_exactly(
-    postgres_server: Any, tmp_path: Path
+    postgres_server: Any, tmp_path: Path, window: dict[str, Any]
 ) -> None:
     """A region within a time window is listed with each memory's cosine in one statement; both channels
-    rank only those memories, and give what the same channels give over the scope's predicate."""
+    rank only those memories, and give what the same channels give over the scope's predicate, whatever
+    else the filter asks beside the window (the window bounds the positions, the rest the memories)."""
     dsn = postgres_server.create()
     try:
         with RobotMemory(dsn, embed_backend="hash", settings=Settings(home=tmp_path)) as mem:
             rng = np.random.default_rng(3)
+            colours = [str(rng.choice(["red", "blue", "green"])) for _ in range(200)]
             mem.save_perceptions(
                 [
                     {
-                        "description": f"{rng.choice(['red', 'blue', 'green'])} box number {k} on the floor",
+                        "description": f"{colours[k]} box number {k} on the floor",
                         "perception_type": "visual",
-                        "context": {"spatial": {"position": [float(v) for v in rng.uniform(-3, 3, 3)]}},
+                        "context": {
+                            "colour": colours[k],
+                            "spatial": {"position": [float(v) for v in rng.uniform(-3, 3, 3)]},
+                        },
                         "observed_at": 1_767_225_600 + 60 * k,
                     }
                     for k in range(200)
@@ -307,10 +325,7 @@ def test_a_region_within_a_window_is_listed_once_and_ranked_exactly(
             )
             vector = mem.engine.embed("a red box", is_query=True)
         region = parse_region({"field": "spatial.position", "center": [0, 0, 0], "radius": 2.5})
-        window = parse_filter(
-            {"observed_at": {"$gte": "2026-01-01T00:30:00.000000+00:00", "$lte": "2026-01-01T02:00:00+00:00"}}
-        )
-        scope = RecallScope("default", 0.0, filter=window, region=region)
+        scope = RecallScope("default", 0.0, filter=parse_filter(window), region=region)
         with psycopg.connect(dsn) as conn, conn.transaction():
             register_vector(conn)
             listed = PgCandidates(conn, scope)
@@ -319,13 +334,14 @@ def test_a_region_within_a_window_is_listed_once_and_ranked_exactly(
             assert ids is not None
             rows = conn.execute(f"SELECT m.id FROM memories m WHERE {listed.where}", listed.params)
             expected = {int(r[0]) for r in rows}
-            assert set(ids.tolist()) == expected and 0 < len(expected) < 200
+            assert set(ids.tolist()) == expected and len(expected) < 200
             query = ChannelQuery(words=tuple(query_tokens("red")), vector=vector, depth=10)
             answer = listed.ranked(query)
             probed = PgCandidates(conn, scope)
             probed._listing = False  # noqa: SLF001  the same scope through its predicate
             reference = probed.ranked(query)
         assert answer.text == reference.text and answer.vectors == reference.vectors
-        assert answer.vectors and {m for m, _ in answer.vectors} <= expected
+        assert {m for m, _ in answer.vectors} <= expected
+        assert bool(answer.vectors) == bool(expected) == (window.get("colour") != "x")
     finally:
         postgres_server.drop(dsn)

@@ -23,6 +23,7 @@ import os
 import threading
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,6 @@ from robotmem.store.postgres.vectors import (
     is_short_window,
     search_episode_vectors,
     search_vectors,
-    set_local,
 )
 from robotmem.store.protocol import ChannelQuery, Marks, NamedValues, Ranked, RecallScope, VectorQuery
 from robotmem.text.tokens import query_tokens, word_set
@@ -251,24 +251,6 @@ def _passing_best(
 _COMPARED = {"$gte": ">=", "$gt": ">", "$lte": "<=", "$lt": "<"}
 
 
-# Planner switches for a statement that must walk indexes and join by memory id (``_driven``).
-_DRIVEN = {"enable_hashjoin": "off", "enable_mergejoin": "off", "max_parallel_workers_per_gather": "0"}
-
-
-def _driven(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The rows of ``sql`` planned with nested loops only and no parallel workers, the switches undone
-    after, in one round trip. A scope listed from its positions is joined to its memories by id: a few
-    thousand rows, which cost less in one process than after starting workers, and never a hash of every
-    memory of the window (whose count the planner, its statistics lagging a robot still writing, can put
-    at a few hundred for the last hours)."""
-    with conn.pipeline():
-        set_local(conn, _DRIVEN)
-        cursor = conn.execute(sql, params)
-        for name in _DRIVEN:
-            conn.execute(f"RESET {name}")
-    return cursor.fetchall()
-
-
 def _time_bounds(node: Node | None) -> list[Condition]:
     """The conditions bounding ``observed_at`` that every passing memory meets (parts of an ``All``)."""
     if isinstance(node, Condition):
@@ -277,6 +259,17 @@ def _time_bounds(node: Node | None) -> list[Condition]:
     if isinstance(node, All):
         return [bound for part in node.parts for bound in _time_bounds(part)]
     return []
+
+
+def _without(node: Node | None, dropped: Collection[Condition]) -> Node | None:
+    """``node`` without the conditions of ``dropped`` among the parts of its ``All`` (as ``_time_bounds``
+    finds them; None when nothing is left)."""
+    if node is None or (isinstance(node, Condition) and node in dropped):
+        return None
+    if isinstance(node, All):
+        kept = tuple(part for part in (_without(p, dropped) for p in node.parts) if part is not None)
+        return All(kept) if kept else None
+    return node
 
 
 # Whether a memory is real-world experience, and whether it is a robot's own (``marks``): predicates over
@@ -410,6 +403,7 @@ class PgCandidates:
     ) -> None:
         self._conn = conn
         self._members = members
+        self._scope = scope
         self._collection = scope.collection
         self._postings = postings
         self._postings_synced = False
@@ -435,9 +429,8 @@ class PgCandidates:
         # The listed memories with a vector of the query's model, most similar first, and their cosines.
         self._listed_cosines: tuple[VectorQuery, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
         # The window's bounds a region's positions are listed by (stored times; ``regions.listing``).
-        self._region_window = [
-            (_COMPARED[c.operator], c.operand) for c in self._window if isinstance(c.operand, str)
-        ]
+        self._listed_window = [c for c in self._window if isinstance(c.operand, str)]
+        self._region_window = [(_COMPARED[c.operator], c.operand) for c in self._listed_window]
         self._probed_where: str | None = None  # the region probed by id only (``listed`` with a limit)
         if scope.region is not None:
             # A time window (``observed_at``) names fewer memories than a room, and the planner cannot
@@ -481,33 +474,43 @@ class PgCandidates:
         BM25 ranks them in this process with their mask) and its ``observed_at`` (``listed`` newest first
         then needs no server)."""
         if self._listed is None and self._lists_scope():
-            cosine, bound = "NULL", dict(self.params)
+            listed, distances, self._listed_times = self._list_scope(vector)
+            self._listed = np.asarray(listed, dtype=np.int64)
             if vector is not None:
-                dim = int(vector.dim)
-                cosine = (
-                    f"CASE WHEN m.embedding_model = %(l_model)s AND vector_dims(m.embedding) = {dim} "
-                    "THEN m.embedding <=> %(l_query)s END"
-                )
-                bound.update(l_model=vector.model_id, l_query=as_vector(vector.vector))
-            assert self._region is not None
-            positions, inside = regions.listing(self._region, self._region_window, prefix="ls")
-            found = _driven(
-                self._conn,
-                f"WITH inside AS MATERIALIZED ({positions}) SELECT m.id, {cosine}, m.observed_at "
-                f"FROM inside JOIN memories m ON m.id = inside.memory_id WHERE {self._mask_where}",
-                {**bound, **inside},
-            )
-            self._listed = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
-            self._listed_times = [r[2] for r in found]
-            if vector is not None:
-                distances = np.fromiter(
-                    (np.nan if r[1] is None else r[1] for r in found), dtype=np.float64, count=len(found)
-                )
-                held = ~np.isnan(distances)
-                ids, cosines = self._listed[held], 1.0 - distances[held]
+                far = np.array([np.nan if d is None else d for d in distances], dtype=np.float64)
+                held = ~np.isnan(far)
+                ids, cosines = self._listed[held], 1.0 - far[held]
                 order = np.lexsort((ids, -cosines))  # the order of ``search_vectors``: ties by id
                 self._listed_cosines = (vector, ids[order], cosines[order])
         return self._listed
+
+    def _list_scope(self, vector: VectorQuery | None) -> tuple[list[int], list[float | None], list[str]]:
+        """``_listed_scope``'s statement: the listed memories' ids, cosine distances to ``vector`` (None: no
+        vector of its model) and ``observed_at``, as three arrays in one row (newest first is sorted in this
+        process: on the server it cost more). The positions' ids are one sorted array handed to the primary
+        key, a plan the planner cannot turn into a scan of the window's memories joined by id (its
+        statistics lag a robot still writing: it has put the last hour's memories at 24 of 8,000 and looped
+        over them for each position). The window bounds the positions as it bounds their memories
+        (``regions.listing``), so the memories are checked against the rest of the scope only."""
+        assert self._region is not None
+        cosine, bound = "NULL::float8", {}
+        if vector is not None:
+            cosine = (
+                f"CASE WHEN m.embedding_model = %(l_model)s AND vector_dims(m.embedding) = {int(vector.dim)} "
+                "THEN m.embedding <=> %(l_query)s END"
+            )
+            bound = {"l_model": vector.model_id, "l_query": as_vector(vector.vector)}
+        where, params = predicate(
+            replace(self._scope, filter=_without(self._scope.filter, self._listed_window))
+        )
+        positions, inside = regions.listing(self._region, self._region_window, prefix="ls")
+        with self._conn.cursor(binary=True) as cursor:
+            row = cursor.execute(
+                f"SELECT array_agg(m.id), array_agg({cosine}), array_agg(m.observed_at) FROM memories m "
+                f"WHERE m.id = ANY(ARRAY({positions} ORDER BY 1)) AND {where}",
+                {**params, **bound, **inside},
+            ).fetchone()
+        return (row[0], row[1], row[2]) if row is not None and row[0] is not None else ([], [], [])
 
     def _scope_mask(self) -> BoolArray | None:
         """The memories passing the scope, as a mask over ids read once per recall (None: not held)."""
