@@ -477,7 +477,7 @@ class PgCandidates:
             listed, distances, self._listed_times = self._list_scope(vector)
             self._listed = np.asarray(listed, dtype=np.int64)
             if vector is not None:
-                far = np.array([np.nan if d is None else d for d in distances], dtype=np.float64)
+                far = np.array(distances, dtype=np.float64)  # None (no vector of the model): NaN
                 held = ~np.isnan(far)
                 ids, cosines = self._listed[held], 1.0 - far[held]
                 order = np.lexsort((ids, -cosines))  # the order of ``search_vectors``: ties by id
@@ -836,7 +836,10 @@ class PgCandidates:
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
         if order == "recent" and self._listed is not None:  # the scope listed for a query, with its times
-            return list(itertools.islice((m for m in self._newest_listed() if m not in exclude), limit))
+            newest = self._newest_listed()
+            if not exclude:
+                return newest[:limit]
+            return list(itertools.islice((m for m in newest if m not in exclude), limit))
         # A full listing reads every passing memory: the filter's index hint lets the server find those
         # of a selective equality (an object's sightings) through the context's GIN index instead of
         # testing every memory of the collection. With a limit, the order's own index walk stops early;
