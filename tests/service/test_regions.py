@@ -75,6 +75,36 @@ def test_positions_in_other_frames_never_compare(mem: RobotMemory) -> None:
     assert {int(h["id"]) for h in dropped} == {in_map, unnamed}
 
 
+def test_a_frame_holding_no_position_is_warned_with_the_frames_that_do(mem: RobotMemory) -> None:
+    """A region or spatial sort in a frame the index holds no position in (``/map`` for ``map``) returns
+    nothing measured and says which frames hold positions; a frame that holds some, or a region that is
+    merely empty, gets no warning; a frame emptied by forget is no longer listed."""
+    _learn(mem, "charger seen without a frame", [1.0, 1.0, 0.0])
+    odom = _learn(mem, "charger seen in the odom frame", [1.0, 1.0, 0.0], frame="odom")
+    sphere = {"center": [1, 1, 0], "radius": 0.5}
+    wrong = mem.recall("charger", region={**sphere, "frame": "/map"})
+    assert wrong["memories"] == []
+    assert wrong["warnings"] == [
+        "region.frame: no memory has a position at `spatial.position` in frame '/map' "
+        "(frames with a position: map, odom)"
+    ]
+    target = {"field": "spatial.position", "target": [1, 1, 0]}
+    unmeasured = mem.recall("charger", spatial_sort={**target, "frame": "base_link"})
+    assert unmeasured["memories"] and all(h.get("spatial_distance") is None for h in unmeasured["memories"])
+    assert unmeasured["warnings"] == [
+        "spatial_sort.frame: no memory has a position at `spatial.position` in frame 'base_link' "
+        "(frames with a position: map, odom)"
+    ]
+    assert mem.recall("charger", region={**sphere, "frame": "odom"})["warnings"] == []
+    assert (
+        mem.recall("charger", region={"center": [50, 50, 0], "radius": 1, "frame": "odom"})["warnings"] == []
+    )
+    assert mem.recall("charger", spatial_sort={**target, "frame": "odom"})["warnings"] == []
+    mem.forget(odom, reason="seen in the wrong frame")
+    [warning] = mem.recall("charger", region={**sphere, "frame": "odom"})["warnings"]
+    assert warning.endswith("in frame 'odom' (frames with a position: map)")
+
+
 def test_the_region_applies_before_the_limit_and_with_query_and_filter(mem: RobotMemory) -> None:
     far = [_learn(mem, f"mug number {i} on the far shelf", [50.0 + i, 0.0, 1.0]) for i in range(30)]
     near = _learn(mem, "the mug on the near table is chipped", [0.5, 0.5, 1.0])

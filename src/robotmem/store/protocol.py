@@ -599,6 +599,11 @@ class BrowseQueries(Protocol):
         """Return ``(key, memories)`` of each ``spatial.<key>`` holding a list, most carried first, then by key."""
         ...
 
+    def position_frames(self) -> list[str]:
+        """Return the frames in which the spatial index (``spatial.position``) holds a position of an active
+        memory, of any collection, by name: an index lookup per frame, for recall's frame warnings."""
+        ...
+
     def map_frame_counts(self, key: str, scope: ViewScope) -> list[tuple[str, int]]:
         """Return ``(frame, memories)`` of the memories with a list at ``spatial.<key>`` or an object
         sighting (``context.object`` and a ``spatial.position`` list), most first, then by name; a memory

@@ -7,7 +7,7 @@
     spatial_sort ─→ nearest relevant memories join the pool (relevance) ─→ order (distance | relevance |
     time) → top n → normalise
     optional reranker (rerank) ─→ the best rerank_depth reordered by a cross-encoder → top n
-    a filter that may match nothing (warnings) ─→ the result's ``warnings``
+    a filter that may match nothing, a frame holding no position (warnings) ─→ the result's ``warnings``
 
 ``plan`` holds the validated request, ``pipeline`` its steps. The store decides how a channel runs
 (``robotmem.store.protocol.CandidateSource``); this package decides what is asked and how the answers
@@ -28,7 +28,7 @@ from robotmem.query.filters import Scalar, parse_filter
 from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
-from robotmem.service.recall.warnings import filter_warnings
+from robotmem.service.recall.warnings import filter_warnings, frame_warnings
 from robotmem.store.protocol import RecallScope, StoreTx
 
 # Values asked for per read by ``context_values`` (a filter of 100 keys stays far below max_filter_bytes).
@@ -59,7 +59,12 @@ def recall(engine: Engine, args: RecallInput) -> RecallResult:
         min_relevance=args.min_relevance,
     )
     outcome = execute(engine, plan)
-    warnings = engine.read(lambda tx: filter_warnings(tx, plan, outcome.searched, len(outcome.hits)))
+    warnings = engine.read(
+        lambda tx: (
+            filter_warnings(tx, plan, outcome.searched, len(outcome.hits))
+            + frame_warnings(tx, plan, outcome.hits)
+        )
+    )
     elapsed_ms = (time.perf_counter() - started) * 1000
     return recall_result(
         outcome.hits,

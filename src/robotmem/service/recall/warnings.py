@@ -1,5 +1,6 @@
-"""Recall's filter warnings: the conditions on context paths that no memory in scope carries, or whose
-operand is of another kind than the values stored there (the wording and rules: ``query/explain``).
+"""Recall's warnings: the conditions on context paths that no memory in scope carries, or whose operand
+is of another kind than the values stored there (the wording and rules: ``query/explain``); and a region's
+or spatial sort's frame in which no memory has a position (``frame_warnings``).
 
 They are looked for when a recall with a filter returns fewer than ``n`` memories (what a filter that
 cannot match looks like), and always for an order comparison with a text operand (which matches too
@@ -18,6 +19,8 @@ from typing import Any
 
 from robotmem.query import explain
 from robotmem.query.filters import Condition
+from robotmem.query.regions import INDEXED_PATHS
+from robotmem.records import Hit
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.store.protocol import RecallScope, StoreTx
 
@@ -80,3 +83,23 @@ def _contexts(
         ids = tx.candidates(scope).listed(limit, order="newest")
         found += [memory.context for memory in tx.memories.fetch(ids).values()]
     return found
+
+
+def frame_warnings(tx: StoreTx, plan: RecallPlan, hits: Sequence[Hit]) -> list[str]:
+    """Return a warning for the region's frame when the recall returned nothing, and for the spatial
+    sort's when no memory returned has a distance, if the spatial index holds no position in that frame
+    (a ROS frame id written ``/map`` where the positions say ``map``, say). Only the indexed path
+    (``INDEXED_PATHS``) is asked, and only then: the index lists its frames in one lookup each."""
+    asked: list[tuple[str, tuple[str, ...], str]] = []
+    if plan.region is not None and not hits:
+        asked.append(("region", plan.region.path, plan.region.frame))
+    if plan.spatial is not None and all(hit.spatial_distance is None for hit in hits):
+        asked.append(("spatial_sort", plan.spatial.path, plan.spatial.frame))
+    asked = [(name, path, frame) for name, path, frame in asked if path in INDEXED_PATHS]
+    stored = tx.browse.position_frames() if asked else []
+    there = f"frames with a position: {', '.join(stored)}" if stored else "no memory has a position"
+    return [
+        f"{name}.frame: no memory has a position at `{'.'.join(path)}` in frame {frame!r} ({there})"
+        for name, path, frame in asked
+        if frame not in stored
+    ]

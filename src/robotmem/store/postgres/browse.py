@@ -74,6 +74,15 @@ class Browse(SharedBrowse):
             {"key": key},
         )
 
+    def position_frames(self) -> list[str]:
+        # The distinct frames read from the index by frame and time, one seek each (a loose index scan).
+        rows = self._conn.execute(
+            "WITH RECURSIVE f AS ((SELECT frame FROM memory_positions ORDER BY frame LIMIT 1) UNION ALL "
+            "SELECT (SELECT p.frame FROM memory_positions p WHERE p.frame > f.frame ORDER BY p.frame LIMIT 1) "
+            'FROM f WHERE f.frame IS NOT NULL) SELECT frame FROM f WHERE frame IS NOT NULL ORDER BY frame COLLATE "C"'
+        )
+        return [str(frame) for (frame,) in rows]
+
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
             # Keys in byte order, as SQLite sorts them (DISTINCT needs the sort key in the select list).

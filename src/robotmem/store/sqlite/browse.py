@@ -70,6 +70,14 @@ class Browse(SharedBrowse):
         path = {"path": _key_path("spatial", key)}
         return "json_type(m.context, :path) = 'array'", "json_extract(m.context, :path)", path
 
+    def position_frames(self) -> list[str]:
+        # The R*Tree's first dimension is the frame's code: one lookup per frame ever named.
+        rows = self._conn.execute(
+            "SELECT f.frame FROM memory_frames f WHERE EXISTS (SELECT 1 FROM memory_positions p "
+            "WHERE p.f_lo <= f.code AND p.f_hi >= f.code) ORDER BY f.frame"
+        )
+        return [str(frame) for (frame,) in rows]
+
     def spatial_fields(self, collection: str | None) -> list[str]:
         rows = self._conn.execute(
             "SELECT DISTINCT j.key FROM memories m, json_each(m.context, '$.spatial') AS j "
