@@ -60,6 +60,29 @@ def test_a_query_nothing_is_relevant_to_returns_nothing_and_says_why(bm25_memory
         assert f"min_relevance {DEFAULT_MIN_RELEVANCE:g}" in str(result["note"])
 
 
+def test_an_empty_scope_says_so_instead_of_blaming_relevance(memory: RobotMemory) -> None:
+    """Nothing returned because nothing is in the scope (a collection, a filter, a region, a window that
+    holds no memory) gets its own note, whatever ``min_relevance``; a scope that holds memories, none
+    relevant, keeps the relevance note; across collections, the relevance note wins."""
+    mem = _stored(memory)
+    mem.learn("the shelf in the lab is 1.2 m high", collection="lab")
+    empty_scopes: list[dict[str, object]] = [
+        {"collection": "nowhere"},
+        {"context_filter": {"task.success": "maybe"}},
+        {"region": {"center": [0, 0, 0], "radius": 1}},
+        {"since": "2001-01-01T00:00:00Z", "until": "2001-01-02T00:00:00Z"},
+        {"min_relevance": 0},
+    ]
+    for options in empty_scopes[:4]:
+        result = mem.recall("grip force for the mug", **options)
+        assert result["memories"] == [] and "no memory is in this scope" in str(result["note"]), options
+    assert mem.recall("grip force for the mug", **empty_scopes[4])["note"] is None  # the mug's memories
+    nothing = mem.recall("quantum chromodynamics lattice", min_relevance=0.99)
+    assert nothing["memories"] == [] and "no memory in this scope is relevant" in str(nothing["note"])
+    across = mem.recall("quantum chromodynamics lattice", collection="*", min_relevance=0.99)
+    assert "no memory in this scope is relevant" in str(across["note"])
+
+
 def test_every_hit_carries_a_relevance_and_the_gate_keeps_the_relevant(bm25_memory: RobotMemory) -> None:
     mem = _stored(bm25_memory)
     query = "lidar missed the glass wall in corridor B at night, mug"

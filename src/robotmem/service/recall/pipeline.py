@@ -32,6 +32,7 @@ from robotmem.service.recall.grouping import ContextReader
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.relevance import (
     CALIBRATIONS,
+    NOTHING_IN_SCOPE,
     NOTHING_RELEVANT,
     RelevanceGate,
     default_min_relevance,
@@ -153,7 +154,9 @@ def run_across(
         mode = outcomes[0].mode
     else:
         mode = "filter_only" if not plan.query else "bm25_only" if vector is None else "hybrid"
-    note = next((outcome.note for outcome in outcomes if outcome.note), None) if not hits else None
+    notes = [outcome.note for outcome in outcomes if outcome.note] if not hits else []
+    # Nothing relevant in one collection says more than an empty scope in another.
+    note = next((n for n in notes if n != NOTHING_IN_SCOPE), notes[0] if notes else None)
     return RecallOutcome(hits, mode, names, best or 1.0, note)
 
 
@@ -223,8 +226,13 @@ def run_on(
         for m in chosen
     ]
     note = None
-    if plan.query and not hits:
-        note = NOTHING_RELEVANT.format(floor=gate.min_relevance if gate is not None else 0.0)
+    if plan.query and not hits:  # one more lookup, only then: is anything in scope at all?
+        empty = not source.listed(1, order="id")
+        note = (
+            NOTHING_IN_SCOPE
+            if empty
+            else NOTHING_RELEVANT.format(floor=gate.min_relevance if gate is not None else 0.0)
+        )
     mode = channels.mode if plan.query else "filter_only"
     return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0, note)
 

@@ -189,6 +189,11 @@ NOTHING_RELEVANT = (
     "no memory in this scope is relevant to the query (none reaches min_relevance {floor:g}): no such "
     "experience is stored here; widen the scope, rephrase, or pass min_relevance=0 to see the nearest anyway"
 )
+# The note when no memory at all is in the scope: nothing was ranked, so relevance is not the reason.
+NOTHING_IN_SCOPE = (
+    "no memory is in this scope (the collection, session, filters, region, time window and min_confidence "
+    "asked): nothing was ranked; widen the scope"
+)
 
 
 class RelevanceGate:
