@@ -335,6 +335,8 @@ def test_a_region_within_a_window_is_listed_once_and_ranked_exactly(
             rows = conn.execute(f"SELECT m.id FROM memories m WHERE {listed.where}", listed.params)
             expected = {int(r[0]) for r in rows}
             assert set(ids.tolist()) == expected and len(expected) < 200
+            assert listed.listed(3, order="id") == sorted(expected)[:3]  # from the listing, no server
+            assert listed.listed(None, order="id", exclude=set(sorted(expected)[:1])) == sorted(expected)[1:]
             query = ChannelQuery(words=tuple(query_tokens("red")), vector=vector, depth=10)
             answer = listed.ranked(query)
             probed = PgCandidates(conn, scope)

@@ -835,11 +835,11 @@ class PgCandidates:
         return {m: d for m, d in found.items() if d <= nth}
 
     def listed(self, limit: int | None, *, order: str, exclude: Collection[int] = ()) -> list[int]:
-        if order == "recent" and self._listed is not None:  # the scope listed for a query, with its times
-            newest = self._newest_listed()
+        if order in ("recent", "id") and self._listed is not None:  # the scope listed for a query
+            listed = self._newest_listed() if order == "recent" else np.sort(self._listed).tolist()
             if not exclude:
-                return newest[:limit]
-            return list(itertools.islice((m for m in newest if m not in exclude), limit))
+                return listed[:limit]
+            return list(itertools.islice((m for m in listed if m not in exclude), limit))
         # A full listing reads every passing memory: the filter's index hint lets the server find those
         # of a selective equality (an object's sightings) through the context's GIN index instead of
         # testing every memory of the collection. With a limit, the order's own index walk stops early;
