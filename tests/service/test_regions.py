@@ -86,14 +86,14 @@ def test_a_frame_holding_no_position_is_warned_with_the_frames_that_do(mem: Robo
     assert wrong["memories"] == []
     assert wrong["warnings"] == [
         "region.frame: no memory has a position at `spatial.position` in frame '/map' "
-        "(frames with a position: map, odom)"
+        "(frames with a position: 'map', 'odom')"
     ]
     target = {"field": "spatial.position", "target": [1, 1, 0]}
     unmeasured = mem.recall("charger", spatial_sort={**target, "frame": "base_link"})
     assert unmeasured["memories"] and all(h.get("spatial_distance") is None for h in unmeasured["memories"])
     assert unmeasured["warnings"] == [
         "spatial_sort.frame: no memory has a position at `spatial.position` in frame 'base_link' "
-        "(frames with a position: map, odom)"
+        "(frames with a position: 'map', 'odom')"
     ]
     assert mem.recall("charger", region={**sphere, "frame": "odom"})["warnings"] == []
     assert (
@@ -102,7 +102,17 @@ def test_a_frame_holding_no_position_is_warned_with_the_frames_that_do(mem: Robo
     assert mem.recall("charger", spatial_sort={**target, "frame": "odom"})["warnings"] == []
     mem.forget(odom, reason="seen in the wrong frame")
     [warning] = mem.recall("charger", region={**sphere, "frame": "odom"})["warnings"]
-    assert warning.endswith("in frame 'odom' (frames with a position: map)")
+    assert warning.endswith("in frame 'odom' (frames with a position: 'map')")
+
+
+def test_the_frames_a_warning_names_are_quoted_and_capped(mem: RobotMemory) -> None:
+    for k in range(23):
+        _learn(mem, f"robot {k} docked", [0.0, 0.0], frame=f"robot{k:02d}/odom")
+    [warning] = mem.recall("docked", region={"center": [0, 0], "radius": 1, "frame": "robot99/odom"})[
+        "warnings"
+    ]
+    assert "(frames with a position: 'robot00/odom', 'robot01/odom'," in warning
+    assert warning.endswith("'robot19/odom' and 3 more)") and "robot20" not in warning
 
 
 def test_the_region_applies_before_the_limit_and_with_query_and_filter(mem: RobotMemory) -> None:

@@ -83,6 +83,27 @@ def test_an_empty_scope_says_so_instead_of_blaming_relevance(memory: RobotMemory
     assert "no memory in this scope is relevant" in str(across["note"])
 
 
+def test_a_distance_cut_and_a_query_no_memory_holds_a_word_of_say_so(memory: RobotMemory) -> None:
+    """A spatial sort's ``max_distance`` that leaves out every relevant memory says so (not relevance, even
+    with ``min_relevance=0``); with a model without a relevance scale, a sort by distance keeps memories
+    holding a query word, and a query none holds says that, not "min_relevance 0.001"."""
+    memory.learn("the pallet stands at bay four", context={"spatial": {"position": [20.0, 5.0, 0.0]}})
+    far = {"field": "spatial.position", "target": [200.0, 5.0, 0.0], "max_distance": 1}
+    for options in ({}, {"min_relevance": 0}):
+        cut = memory.recall("pallet", spatial_sort=far, **options)
+        assert cut["memories"] == [], options
+        assert str(cut["note"]).startswith(
+            "no relevant memory lies within max_distance 1 of the target in frame 'map'"
+        )
+    near = {"field": "spatial.position", "target": [20.0, 5.0, 0.0]}
+    assert memory.recall("pallet", spatial_sort={**near, "max_distance": 1})["note"] is None
+    wordless = memory.recall("zebra xylophone", spatial_sort=near)
+    assert wordless["memories"] == [] and "no memory in this scope holds a word of the query" in str(
+        wordless["note"]
+    )
+    assert "0.001" not in str(wordless["note"])
+
+
 def test_every_hit_carries_a_relevance_and_the_gate_keeps_the_relevant(bm25_memory: RobotMemory) -> None:
     mem = _stored(bm25_memory)
     query = "lidar missed the glass wall in corridor B at night, mug"

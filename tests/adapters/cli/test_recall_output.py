@@ -142,7 +142,9 @@ def test_filter_warnings_and_the_session_robot_through_the_cli(tmp_path: Path) -
     assert typo == [
         typo[0],
         "warning: context_filter: no memory in collection 'default' carries `task.nme`; did you mean `task.name`?",
+        typo[2],
     ]
     assert typo[0].startswith("0 found")
+    assert typo[2].startswith("note: no memory is in this scope")  # why nothing came back, in the table too
     as_json = json.loads(run(tmp_path, "recall", "mug", "--filter", '{"task.nme": "pick"}', "--json").stdout)
     assert as_json["warnings"] == [typo[1].removeprefix("warning: ")]

@@ -1,4 +1,4 @@
-"""Recall's result as a table for people: one line per memory, the search it ran and its warnings.
+"""Recall's result as a table for people: one line per memory, the search it ran, its warnings and note.
 
 ``robotmem recall`` prints this on a terminal; ``--json`` (or output to a pipe or file) prints the full
 JSON result instead, for scripts.
@@ -16,7 +16,8 @@ CONTEXT_KEYS = 4  # context values shown per memory, in the order the context ho
 
 
 def recall_table(result: Mapping[str, Any]) -> str:
-    """Return recall's ``result`` as a header line, a table and its warnings, each line ending in a newline."""
+    """Return recall's ``result`` as a header line, a table, its warnings and its note (why nothing came
+    back), each line ending in a newline."""
     memories = result["memories"]
     names = result.get("collections") or []
     where = f"collection {names[0]}" if len(names) == 1 else f"collections {', '.join(names) or '-'}"
@@ -45,6 +46,7 @@ def recall_table(result: Mapping[str, Any]) -> str:
             ]
             lines.append("  ".join(cells).rstrip())
     lines += [f"warning: {text}" for text in result.get("warnings") or []]
+    lines += [f"note: {result['note']}"] if result.get("note") else []
     return "".join(line + "\n" for line in lines)
 
 

@@ -118,14 +118,16 @@ spatial_sort select the memories. Narrow the search with:
 Returns {"memories": [...], "total", "mode", "query_ms", "collections", "warnings", "note"}: collections
 names the collections searched; warnings (usually empty) says why a context_filter may match nothing (a
 path no memory in scope carries, with the nearest existing path, or a value of a type none stored there
-has): fix the filter and call again rather than concluding there is no such experience. Each memory has
+has) or that a region's or spatial_sort's frame holds no position (with the frames that do): fix the
+filter or frame and call again rather than concluding there is no such experience. Each memory has
 id, content, category, confidence, tags, robot_id, uid (its fleet-wide id), observed_at (when it happened,
 ISO 8601 UTC), created_at (when stored), score (best = 1.0, relative to this answer only), relevance (0..1,
 comparable across queries; 0.5 is the floor), its context with the sections
 params/spatial/robot/task also at top level, and spatial_distance when spatial_sort is used. Perception
 data and metadata come only with include_data=true.
-An empty memories list with a note means the robot has no relevant experience for this query in this
-scope: decide without it (or explore, then learn the outcome); do not retry the same query.""",
+An empty memories list with a note and no warnings means the robot has no relevant experience for this
+query in this scope: decide without it (or explore, then learn the outcome); do not retry the same query.
+The note says which: nothing in the scope at all, nothing within max_distance, or nothing relevant.""",
     "last_seen": """\
 Where did I last see it? For each object matching the question, its latest sighting: where (position and
 coordinate frame), when (observed_at, ISO 8601 UTC) and in which memory. Objects are what stored memories name

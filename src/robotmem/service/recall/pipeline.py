@@ -31,9 +31,12 @@ from robotmem.service.recall.asked import AskedOnce
 from robotmem.service.recall.grouping import ContextReader
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.relevance import (
+    ANY_WORD,
     CALIBRATIONS,
+    NO_QUERY_WORD,
     NOTHING_IN_SCOPE,
     NOTHING_RELEVANT,
+    NOTHING_WITHIN,
     RelevanceGate,
     default_min_relevance,
     nearest_relevant,
@@ -225,16 +228,27 @@ def run_on(
         )
         for m in chosen
     ]
-    note = None
-    if plan.query and not hits:  # one more lookup, only then: is anything in scope at all?
-        empty = not source.listed(1, order="id")
-        note = (
-            NOTHING_IN_SCOPE
-            if empty
-            else NOTHING_RELEVANT.format(floor=gate.min_relevance if gate is not None else 0.0)
-        )
+    note = (
+        empty_note(source, plan, gate, cut=bool(scores) and not ordered) if plan.query and not hits else None
+    )
     mode = channels.mode if plan.query else "filter_only"
     return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0, note)
+
+
+def empty_note(source: CandidateSource, plan: RecallPlan, gate: RelevanceGate | None, *, cut: bool) -> str:
+    """Why a recall with a query returned nothing: the scope holds no memory (one lookup, made only
+    then), ``max_distance`` left out every relevant memory (``cut``: some competed), no memory holds a word
+    of the query (a spatial sort's floor for a model without a relevance scale), or none is relevant."""
+    if plan.spatial is not None and plan.spatial.max_distance is not None and cut:
+        return NOTHING_WITHIN.format(reach=plan.spatial.max_distance, frame=plan.spatial.frame)
+    if not source.listed(1, order="id"):
+        return NOTHING_IN_SCOPE
+    floor = gate.min_relevance if gate is not None else 0.0
+    return (
+        NO_QUERY_WORD
+        if floor == ANY_WORD and plan.min_relevance is None
+        else NOTHING_RELEVANT.format(floor=floor)
+    )
 
 
 def matches_in_order(

@@ -191,8 +191,18 @@ NOTHING_RELEVANT = (
 )
 # The note when no memory at all is in the scope: nothing was ranked, so relevance is not the reason.
 NOTHING_IN_SCOPE = (
-    "no memory is in this scope (the collection, session, filters, region, time window and min_confidence "
-    "asked): nothing was ranked; widen the scope"
+    "no memory is in this scope (the collection, session, robots, filters, region, time window and "
+    "min_confidence asked): nothing was ranked; widen the scope"
+)
+# The note when a spatial sort's max_distance left out every memory that competed.
+NOTHING_WITHIN = (
+    "no relevant memory lies within max_distance {reach:g} of the target in frame '{frame}': widen "
+    "max_distance or leave it out to see the nearest"
+)
+# The note of a spatial sort whose floor, for a model without a relevance scale, is a query word (ANY_WORD).
+NO_QUERY_WORD = (
+    "no memory in this scope holds a word of the query (a sort by distance keeps those only, this model "
+    "having no relevance scale): rephrase, or pass min_relevance=0 to see the nearest anyway"
 )
 
 

@@ -26,6 +26,7 @@ from robotmem.store.protocol import RecallScope, StoreTx
 
 KIND_SAMPLE = 200
 PATH_SAMPLE = 500
+FRAMES_SHOWN = 20  # a fleet's per-robot frames (robot7/odom …) are named up to this many
 
 
 def filter_warnings(tx: StoreTx, plan: RecallPlan, searched: Sequence[str], returned: int) -> list[str]:
@@ -97,7 +98,9 @@ def frame_warnings(tx: StoreTx, plan: RecallPlan, hits: Sequence[Hit]) -> list[s
         asked.append(("spatial_sort", plan.spatial.path, plan.spatial.frame))
     asked = [(name, path, frame) for name, path, frame in asked if path in INDEXED_PATHS]
     stored = tx.browse.position_frames() if asked else []
-    there = f"frames with a position: {', '.join(stored)}" if stored else "no memory has a position"
+    shown = ", ".join(repr(name) for name in stored[:FRAMES_SHOWN])
+    more = f" and {len(stored) - FRAMES_SHOWN} more" if len(stored) > FRAMES_SHOWN else ""
+    there = f"frames with a position: {shown}{more}" if stored else "no memory has a position"
     return [
         f"{name}.frame: no memory has a position at `{'.'.join(path)}` in frame {frame!r} ({there})"
         for name, path, frame in asked
