@@ -237,6 +237,67 @@ def test_times_before_now_count_back_from_the_clock(memory: RobotMemory, site: d
     assert memory.last_seen(object_id="mug-3", until="-1w") == {"objects": []}
 
 
+def test_around_from_each_object_s_latest_sighting_equals_the_sightings_in_the_region(
+    memory: RobotMemory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects with ids found from each one's latest sighting (a seek per object) give what the region's
+    sightings give (the path past ``MOST_OBJECTS`` ids) and what a scan of every sighting gives: the
+    objects whose latest sighting lies within the radius, in that frame, since the time asked."""
+    import random
+
+    from robotmem.service import objects
+
+    rng = random.Random(5)
+    latest: dict[str, tuple[list[float], str]] = {}
+    batch = []
+    for k in range(400):
+        object_id = f"crate-{rng.randrange(30)}"
+        frame = rng.choice(["map", "map", "odom"])
+        position = [round(rng.uniform(0, 10), 2), round(rng.uniform(0, 10), 2), 0.5]
+        batch.append(
+            {
+                "description": f"saw {object_id} on patrol ({k})",
+                "context": {
+                    "object": {"id": object_id, "label": "crate"},
+                    "spatial": {"position": position, "frame": frame},
+                },
+                "observed_at": 1_767_225_600 + 60 * k,
+            }
+        )
+        latest[object_id] = (position, frame)
+    batch += [  # sightings without an id, grouped by label and place
+        {
+            "description": f"cone {k}",
+            "context": {"object": {"label": "cone"}, "spatial": {"position": [2.0 + 0.1 * k, 2.0, 0.5]}},
+            "observed_at": 1_767_225_600 + 60 * (400 + k),
+        }
+        for k in range(3)
+    ]
+    memory.save_perceptions(batch)
+    for centre, radius, frame, since in (
+        ([5, 5, 0.5], 3.0, "map", None),
+        ([2, 8, 0.5], 2.5, "odom", None),
+        ([2, 2, 0.5], 1.0, "map", None),
+        ([5, 5, 0.5], 4.0, "map", "2026-01-01T05:00:00Z"),
+    ):
+        found = memory.around(centre, radius, frame=frame, since=since, n=100)["objects"]
+        monkeypatch.setattr(objects, "MOST_OBJECTS", 5)  # 30 ids: read from the region's sightings
+        listed = memory.around(centre, radius, frame=frame, since=since, n=100)["objects"]
+        monkeypatch.undo()
+        assert found == listed
+        expected = {
+            object_id
+            for object_id, (position, where) in latest.items()
+            if where == frame
+            and sum((a - b) ** 2 for a, b in zip(position, centre, strict=True)) <= radius**2
+        }
+        if since is None:  # every crate's latest sighting falls after the window's start otherwise
+            assert {o["object_id"] for o in found if o["object_id"]} == expected
+        assert [o["distance"] for o in found] == sorted(o["distance"] for o in found)
+    cones = memory.around([2.1, 2.0, 0.5], 0.5)["objects"]
+    assert [(o["label"], o["object_id"], o["sightings"]) for o in cones] == [("cone", None, 3)]
+
+
 def test_around_since_a_time_before_now(memory: RobotMemory, site: dict[str, int]) -> None:
     # Since 12:30: the Chinese-labelled mug (13:00) is around, mug-3 (last seen 12:20) is not.
     recent = memory.around([4, 4, 0], 3.5, since="-1h")

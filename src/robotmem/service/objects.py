@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeGuard, TypeVar
@@ -66,6 +66,8 @@ QUESTION_WORDS = frozenset((
 # fmt: on
 
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
+# ``around`` reads each object's latest sighting when the collection names at most this many object ids.
+MOST_OBJECTS = 1000
 _CJK = re.compile(f"[{CJK_RANGES}]")
 # An id-like word: letters and digits, a digit among them, joined by "-" or "_" ("mug-30", "R2-D2", "tb_1").
 _ID_LIKE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[^\W_]+(?:[-_][^\W_]+)+(?![\w-])")
@@ -140,18 +142,16 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
     since = resolve_bound("since", args.since_parsed, now)
     collection = engine.collection_for(args.collection)
     region = args.region_parsed
-    here = _Span(collection, since, None, region).scope()
+    here = _Span(collection, since, None, region)
     everywhere = _Span(collection, since)
     radius = engine.settings.object_group_radius
 
     def work(tx: StoreTx) -> list[ObjectSighting]:
         found: list[ObjectSighting] = []
-        named = tx.memories.objects_named(tx.candidates(here).listed(None, order="id"))
-        for object_id, label in sorted(named, key=lambda key: (key[0] or "", key[1] or "")):
-            for track in _tracks(tx, everywhere, object_id, label, radius):
-                sighting = track.result()
-                if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
-                    found.append(with_distance(sighting, _distance(sighting["position"], region)))
+        for track in _maybe_around(tx, here, everywhere, radius):
+            sighting = track.result()
+            if _inside(region, sighting):  # its latest sighting, not an earlier one, is here
+                found.append(with_distance(sighting, _distance(sighting["position"], region)))
         found.sort(key=lambda s: (s.get("distance", 0.0), s["memory_id"]))
         return found[: args.n]
 
@@ -168,6 +168,28 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
     )
     hits: list[Hit] = execute(engine, plan).hits
     return around_result(objects, hits)
+
+
+def _maybe_around(tx: StoreTx, here: _Span, everywhere: _Span, radius: float) -> Iterator[Track]:
+    """The tracks whose latest sighting may lie in ``here``'s region. Objects with an id come from each
+    one's latest sighting (``latest_by_object``: one index seek per object, up to ``MOST_OBJECTS``), and
+    only those whose latest sighting is in the region are counted; past that many ids, and for sightings
+    without an id (grouped by label and place), from the sightings in the region. At 1M sightings a room
+    holds ~100,000 of them; a site names tens or hundreds of objects."""
+    assert here.region is not None
+    latest = tx.memories.latest_by_object(everywhere.collection, everywhere.since, MOST_OBJECTS)
+    without_id = None if latest is None else Condition(("context", "object", "id"), "$exists", False)
+    if latest is not None:
+        sightings = tx.memories.sightings([memory_id for _, memory_id in latest])
+        for named_id, memory_id in latest:
+            sighting = sightings.get(memory_id)
+            if sighting is not None and _inside(
+                here.region, Track(named_id, sighting.label, [sighting]).result()
+            ):
+                yield from _tracks(tx, everywhere, named_id, None, radius)
+    named = tx.memories.objects_named(tx.candidates(here.scope(without_id)).listed(None, order="id"))
+    for object_id, label in sorted(named, key=lambda key: (key[0] or "", key[1] or "")):
+        yield from _tracks(tx, everywhere, object_id, label, radius)
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,13 @@ class MemoryTable(Protocol):
         store of a million sightings answers it without reading them."""
         ...
 
+    def latest_by_object(self, collection: str, since: str | None, most: int) -> list[tuple[str, int]] | None:
+        """Return ``(object id, memory id)`` of each object's newest active sighting in ``collection``
+        observed at or after ``since`` (a stored time; None: unbounded), by object id; None when the
+        collection names more than ``most`` object ids. From the index of ``object_track``: one seek per
+        object, whatever the number of sightings."""
+        ...
+
     def contents(self, ids: Sequence[int]) -> list[tuple[int, str]]:
         """Return ``(id, content)`` of the existing ids among ``ids``, by id."""
         ...

@@ -201,6 +201,9 @@ class Memories:
     ) -> tuple[int, int] | None:
         return rows.object_track(self._conn, PYFORMAT, collection, object_id, since, until)
 
+    def latest_by_object(self, collection: str, since: str | None, most: int) -> list[tuple[str, int]] | None:
+        return rows.latest_by_object(self._conn, PYFORMAT, collection, since, most)
+
     def objects_named(self, ids: Sequence[int]) -> set[tuple[str | None, str | None]]:
         if not ids:
             return set()

@@ -148,6 +148,34 @@ def object_track(
     return None if found is None or found[0] is None else (int(found[0]), int(found[1]))
 
 
+def latest_by_object(
+    conn: Connection, mark: Placeholders, collection: str, since: str | None, most: int
+) -> list[tuple[str, int]] | None:
+    """``MemoryTable.latest_by_object`` in either dialect (``mark``): each object id's newest active
+    sighting observed at or after ``since``, read from the index on ``(collection, object_id,
+    observed_at)`` one seek per id (the ids walked in order, each the least above the last), so the
+    cost follows the number of objects, not of sightings; None past ``most`` ids."""
+    active = f"m.collection = {mark('collection')} AND m.status = 'active'"
+    window = f" AND m.observed_at >= {mark('since')}" if since is not None else ""
+    first = (
+        f"SELECT m.object_id FROM memories m WHERE {active} AND m.object_id IS NOT NULL ORDER BY m.object_id"
+    )
+    following = f"SELECT m.object_id FROM memories m WHERE {active} AND m.object_id > o.object_id ORDER BY m.object_id"
+    newest = (
+        f"SELECT m.id FROM memories m WHERE {active} AND m.object_id = o.object_id{window} "
+        "ORDER BY m.observed_at DESC, m.id DESC"
+    )
+    found = conn.execute(
+        f"WITH RECURSIVE o(object_id) AS (SELECT ({first} LIMIT 1) UNION ALL SELECT ({following} LIMIT 1) "
+        f"FROM o WHERE o.object_id IS NOT NULL) SELECT o.object_id, ({newest} LIMIT 1) FROM o "
+        f"WHERE o.object_id IS NOT NULL LIMIT {mark('most')}",
+        {"collection": collection, "since": since, "most": most + 1},
+    ).fetchall()
+    if len(found) > most:
+        return None
+    return [(str(object_id), int(memory_id)) for object_id, memory_id in found if memory_id is not None]
+
+
 def named_objects(pairs: Iterable[tuple[Any, Any]]) -> set[tuple[str | None, str | None]]:
     """The objects of ``(object id, label)`` text pairs, keyed as ``row_to_sighting`` reads them: ``(id,
     None)``, or ``(None, label)`` without an id; a pair with neither names none."""
