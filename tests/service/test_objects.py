@@ -298,6 +298,32 @@ def test_around_from_each_object_s_latest_sighting_equals_the_sightings_in_the_r
     assert [(o["label"], o["object_id"], o["sightings"]) for o in cones] == [("cone", None, 3)]
 
 
+def test_a_frame_that_holds_no_position_is_warned_by_last_seen_and_around(
+    memory: RobotMemory, site: dict[str, int]
+) -> None:
+    """Nothing found in a frame the spatial index holds no position in ("/odom" for "odom") comes with a
+    warning naming the frames that do; an empty place in a known frame gets none (no ``warnings`` key)."""
+    there = "(frames with a position: 'map', 'odom')"
+    nothing = memory.around([1, 1], 1.0, frame="/odom")
+    assert nothing == {
+        "objects": [],
+        "memories": [],
+        "warnings": [f"frame: no memory has a position at `spatial.position` in frame '/odom' {there}"],
+    }
+    asked = memory.last_seen("cone", region={"center": [1, 1], "radius": 1, "frame": "/odom"})
+    assert asked == {
+        "objects": [],
+        "warnings": [
+            f"region.frame: no memory has a position at `spatial.position` in frame '/odom' {there}"
+        ],
+    }
+    assert memory.around([90, 90], 1.0, frame="odom") == {"objects": [], "memories": []}
+    assert memory.last_seen("cone", region={"center": [90, 90], "radius": 1, "frame": "odom"}) == {
+        "objects": []
+    }
+    assert "warnings" not in memory.last_seen("cone", region={"center": [1, 1], "radius": 1, "frame": "odom"})
+
+
 def test_around_since_a_time_before_now(memory: RobotMemory, site: dict[str, int]) -> None:
     # Since 12:30: the Chinese-labelled mug (13:00) is around, mug-3 (last seen 12:20) is not.
     recent = memory.around([4, 4, 0], 3.5, since="-1h")

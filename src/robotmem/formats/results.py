@@ -693,6 +693,8 @@ class LastSeenResult(TypedDict):
 
     objects: list[ObjectSighting]
     """Each matching object's latest sighting, best match first (empty: no such object seen)."""
+    warnings: NotRequired[list[str]]
+    """Only when nothing was found and the region's frame holds no position: says so, with the frames that do."""
 
 
 @described
@@ -703,3 +705,5 @@ class AroundResult(TypedDict):
     """Objects whose latest sighting lies within the radius, nearest first."""
     memories: list[RecallHit]
     """The most recent memories within the radius."""
+    warnings: NotRequired[list[str]]
+    """Only when nothing is around and the frame holds no position: says so, with the frames that do."""

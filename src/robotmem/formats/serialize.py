@@ -833,11 +833,23 @@ def with_distance(sighting: ObjectSighting, distance: float) -> ObjectSighting:
     return {**sighting, "distance": distance}
 
 
-def last_seen_result(objects: Sequence[ObjectSighting]) -> LastSeenResult:
-    """Return ``last_seen``'s result: the objects best match first."""
-    return {"objects": list(objects)}
+def last_seen_result(objects: Sequence[ObjectSighting], warnings: Sequence[str] = ()) -> LastSeenResult:
+    """Return ``last_seen``'s result: the objects best match first (and ``warnings`` when there are any)."""
+    result: LastSeenResult = {"objects": list(objects)}
+    if warnings:
+        result["warnings"] = list(warnings)
+    return result
 
 
-def around_result(objects: Sequence[ObjectSighting], hits: Sequence[Hit]) -> AroundResult:
-    """Return ``around``'s result: the objects nearest first, and the memories there as recall gives them."""
-    return {"objects": list(objects), "memories": [hit_to_dict(hit, include_data=False) for hit in hits]}
+def around_result(
+    objects: Sequence[ObjectSighting], hits: Sequence[Hit], warnings: Sequence[str] = ()
+) -> AroundResult:
+    """Return ``around``'s result: the objects nearest first, the memories there as recall gives them (and
+    ``warnings`` when there are any)."""
+    result: AroundResult = {
+        "objects": list(objects),
+        "memories": [hit_to_dict(hit, include_data=False) for hit in hits],
+    }
+    if warnings:
+        result["warnings"] = list(warnings)
+    return result

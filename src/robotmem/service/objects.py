@@ -43,6 +43,7 @@ from robotmem.service.engine import Engine
 from robotmem.service.recall.pipeline import execute
 from robotmem.service.recall.plan import RecallPlan
 from robotmem.service.recall.scoring import bm25_words
+from robotmem.service.recall.warnings import missing_frames
 from robotmem.store.protocol import CandidateSource, ChannelQuery, RecallScope, StoreTx
 from robotmem.text.naming import fold_value, value_candidates
 from robotmem.text.tokens import CJK_RANGES, or_match
@@ -132,7 +133,10 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
             tracks.sort(key=lambda t: (t.sightings[0].observed_at, t.sightings[0].memory_id), reverse=True)
         return tracks[: args.n]
 
-    return last_seen_result([track.result() for track in engine.read(work)])
+    found = [track.result() for track in engine.read(work)]
+    region = span.region
+    warned = [("region.frame", region.path, region.frame)] if region is not None and not found else []
+    return last_seen_result(found, engine.read(lambda tx: missing_frames(tx, warned)) if warned else ())
 
 
 def around(engine: Engine, args: AroundInput) -> AroundResult:
@@ -167,7 +171,8 @@ def around(engine: Engine, args: AroundInput) -> AroundResult:
         own_robot=engine.robot_id,
     )
     hits: list[Hit] = execute(engine, plan).hits
-    return around_result(objects, hits)
+    warned = [("frame", region.path, region.frame)] if not objects and not hits else []
+    return around_result(objects, hits, engine.read(lambda tx: missing_frames(tx, warned)) if warned else ())
 
 
 def _maybe_around(tx: StoreTx, here: _Span, everywhere: _Span, radius: float) -> Iterator[Track]:

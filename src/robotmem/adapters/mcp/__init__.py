@@ -137,14 +137,17 @@ holds the object's label or id, or every word asked is one of its label's: "mug"
 mug" does not), best match first, so an object never seen returns {"objects": []} — then say you have not
 seen it, never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
 just before the move). since/until (ISO 8601, epoch seconds, or -30m/-2h/-7d) and region narrow the sightings.
-Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", "memory_id", "sightings"}]}.""",
+Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", "memory_id", "sightings"}]};
+when nothing is found and the region's frame holds no position, "warnings" says so and names the frames
+that do: ask again in one of them.""",
     "around": """\
 What is around me now? The objects whose latest sighting lies within radius (metres) of position ([x, y] or
 [x, y, z], e.g. the robot's own position) in frame (default "map"; positions in other frames never count),
 nearest first with their distance, and the memories there, newest observed first. An object that was seen here
 earlier but has since been seen elsewhere is not listed (it moved). since keeps only objects seen after that
 time (ISO 8601, epoch seconds, or -1d). Returns {"objects": [{"object_id", "label", "position", "frame",
-"observed_at", "memory_id", "sightings", "distance"}], "memories": [...]} (memories as recall returns them).""",
+"observed_at", "memory_id", "sightings", "distance"}], "memories": [...]} (memories as recall returns them);
+when both are empty and the frame holds no position, "warnings" says so and names the frames that do.""",
     "save_perception": """\
 Store what the robot sensed or did, with its raw payload: a camera observation, a force profile, a joint
 trajectory or action sequence. `description` (at least 5 characters) is what recall searches; `data` and

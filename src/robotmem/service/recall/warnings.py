@@ -89,20 +89,26 @@ def _contexts(
 def frame_warnings(tx: StoreTx, plan: RecallPlan, hits: Sequence[Hit]) -> list[str]:
     """Return a warning for the region's frame when the recall returned nothing, and for the spatial
     sort's when no memory returned has a distance, if the spatial index holds no position in that frame
-    (a ROS frame id written ``/map`` where the positions say ``map``, say). Only the indexed path
-    (``INDEXED_PATHS``) is asked, and only then: the index lists its frames in one lookup each."""
+    (a ROS frame id written ``/map`` where the positions say ``map``, say)."""
     asked: list[tuple[str, tuple[str, ...], str]] = []
     if plan.region is not None and not hits:
-        asked.append(("region", plan.region.path, plan.region.frame))
+        asked.append(("region.frame", plan.region.path, plan.region.frame))
     if plan.spatial is not None and all(hit.spatial_distance is None for hit in hits):
-        asked.append(("spatial_sort", plan.spatial.path, plan.spatial.frame))
-    asked = [(name, path, frame) for name, path, frame in asked if path in INDEXED_PATHS]
+        asked.append(("spatial_sort.frame", plan.spatial.path, plan.spatial.frame))
+    return missing_frames(tx, asked)
+
+
+def missing_frames(tx: StoreTx, asked: Sequence[tuple[str, tuple[str, ...], str]]) -> list[str]:
+    """Return a warning for each ``(field, path, frame)`` asked whose frame holds no position at ``path``,
+    naming the frames that do. Only the indexed path (``INDEXED_PATHS``) is asked: the index lists its
+    frames in one lookup each, read only when some frame is asked."""
+    asked = [(field, path, frame) for field, path, frame in asked if path in INDEXED_PATHS]
     stored = tx.browse.position_frames() if asked else []
     shown = ", ".join(repr(name) for name in stored[:FRAMES_SHOWN])
     more = f" and {len(stored) - FRAMES_SHOWN} more" if len(stored) > FRAMES_SHOWN else ""
     there = f"frames with a position: {shown}{more}" if stored else "no memory has a position"
     return [
-        f"{name}.frame: no memory has a position at `{'.'.join(path)}` in frame {frame!r} ({there})"
-        for name, path, frame in asked
+        f"{field}: no memory has a position at `{'.'.join(path)}` in frame {frame!r} ({there})"
+        for field, path, frame in asked
         if frame not in stored
     ]
