@@ -72,21 +72,31 @@ def build_store(path: Path, episodes: int) -> None:
 
 @contextmanager
 def serving(path: Path) -> Iterator[str]:
-    from werkzeug.serving import make_server
-
+    """The web UI of the store at ``path`` (hashing embedder) on a loopback port: its base address."""
     from robotmem import RobotMemory
-    from robotmem.adapters.web import create_app
     from robotmem.config import Settings
 
-    with RobotMemory(path, embed_backend="hash", settings=Settings(home=path.parent / "home")) as memory:
-        server = make_server("127.0.0.1", 0, create_app(memory), threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_port}"
-        finally:
-            server.shutdown()
-            thread.join(timeout=5)
+    settings = Settings(home=path.parent / "home")
+    with RobotMemory(path, embed_backend="hash", settings=settings) as memory, served(memory) as base:
+        yield base
+
+
+@contextmanager
+def served(memory: Any, **app: Any) -> Iterator[str]:
+    """The web UI of an open ``RobotMemory`` (``create_app(memory, **app)``) on a loopback port (werkzeug,
+    one thread per request), while the block runs: its base address. The browser tests serve with it too."""
+    from werkzeug.serving import make_server
+
+    from robotmem.adapters.web import create_app
+
+    server = make_server("127.0.0.1", 0, create_app(memory, **app), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
 
 
 def wait_until(page: Any, expression: str, timeout_s: float = 60.0) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +15,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from werkzeug.serving import make_server
+from benchmarks.web_render import served
 
 import robotmem
 from robotmem import RobotMemError, RobotMemory
-from robotmem.adapters.web import create_app
 from robotmem.config import Settings
 
 # Spawns processes or servers; left out of `make test-fast`.
@@ -175,15 +173,12 @@ def through_mcp(path: Any, home: Path) -> list[Outcome]:
 
 @contextmanager
 def rest_server(path: Any, settings: Settings) -> Iterator[httpx.Client]:
-    with RobotMemory(path, embed_backend="hash", settings=settings) as mem:
-        server = make_server("127.0.0.1", 0, create_app(mem), threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{server.server_port}", timeout=60) as client:
-                yield client
-        finally:
-            server.shutdown()
+    with (
+        RobotMemory(path, embed_backend="hash", settings=settings) as mem,
+        served(mem) as base,
+        httpx.Client(base_url=base, timeout=60) as client,
+    ):
+        yield client
 
 
 def through_rest(path: Any, settings: Settings) -> list[Outcome]:

@@ -8,9 +8,7 @@ test fails on an uncaught error or a console error of the page.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +17,9 @@ import pytest
 
 pytest.importorskip("flask_openapi3")
 
-from werkzeug.serving import make_server  # noqa: E402
+from benchmarks.web_render import served  # noqa: E402
 
 from robotmem import RobotMemory  # noqa: E402
-from robotmem.adapters.web import create_app  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
@@ -89,12 +86,8 @@ def seed(memory: RobotMemory) -> dict[str, Any]:
 @pytest.fixture
 def site(memory: RobotMemory) -> Iterator[tuple[str, dict[str, Any]]]:
     ids = seed(memory)
-    server = make_server("127.0.0.1", 0, create_app(memory), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}", ids
-    server.shutdown()
-    thread.join(timeout=5)
+    with served(memory) as base:
+        yield base, ids
 
 
 @pytest.fixture
@@ -288,19 +281,6 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, RobotM
         seed_demo(memory, clock, DEMO_EPISODES)
         with served(memory) as base:
             yield base, memory
-
-
-@contextlib.contextmanager
-def served(memory: RobotMemory) -> Iterator[str]:
-    """The web UI of ``memory`` on a loopback port, while the block runs: its base address."""
-    server = make_server("127.0.0.1", 0, create_app(memory), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
 
 
 def scale_of(page: Any, plot: str) -> dict[str, float]:
@@ -667,16 +647,10 @@ def test_keyboard_reaches_every_view_and_drives_the_map(demo: tuple[str, RobotMe
 
 def test_token_box_shows_only_when_the_server_needs_one(memory: RobotMemory, page: Any) -> None:
     expect = _sync_api().expect
-    server = make_server("127.0.0.1", 0, create_app(memory, token="s3cret"), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        page.goto(f"http://127.0.0.1:{server.server_port}/")
+    with served(memory, token="s3cret") as base:
+        page.goto(f"{base}/")
         expect(page.locator("#token")).to_be_visible()
         assert "token" in (page.locator("#token").get_attribute("title") or "")
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
 
 
 def test_search_under_all_searches_every_collection(

@@ -11,7 +11,6 @@ import os
 import struct
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,13 +19,12 @@ import anyio
 import httpx
 import numpy as np
 import pytest
+from benchmarks.web_render import served
 from tests.conftest import is_server, location_of, raw_sql, stored_vector, table_counts, without_vector
 from tests.embedders.servers import FakeServer, serve
-from werkzeug.serving import make_server
 
 import robotmem
 from robotmem import RobotMemory, ValidationError
-from robotmem.adapters.web import create_app
 from robotmem.config import Settings
 
 LESSONS = [
@@ -315,16 +313,8 @@ def test_mcp_and_rest_learn_store_no_zero_vector(tmp_path: Path, zero_ollama: Fa
 
     anyio.run(through_mcp)
     settings = Settings(home=tmp_path, ollama_url=zero_ollama.url)
-    with RobotMemory(db, embed_backend="ollama", settings=settings) as mem:
-        server = make_server("127.0.0.1", 0, create_app(mem), threaded=True)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            response = httpx.post(
-                f"http://127.0.0.1:{server.server_port}/api/learn", json={"insight": LESSONS[1]}, timeout=60
-            )
-            assert response.status_code == 200, response.text
-        finally:
-            server.shutdown()
+    with RobotMemory(db, embed_backend="ollama", settings=settings) as mem, served(mem) as base:
+        response = httpx.post(f"{base}/api/learn", json={"insight": LESSONS[1]}, timeout=60)
+        assert response.status_code == 200, response.text
         assert without_vector(db) == 2
         assert mem.integrity_report()["ok"]
