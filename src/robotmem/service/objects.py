@@ -188,10 +188,12 @@ def _maybe_around(tx: StoreTx, here: _Span, everywhere: _Span, radius: float) ->
         sightings = tx.memories.sightings([memory_id for _, memory_id in latest])
         for named_id, memory_id in latest:
             sighting = sightings.get(memory_id)
-            if sighting is not None and _inside(
-                here.region, Track(named_id, sighting.label, [sighting]).result()
-            ):
-                yield from _tracks(tx, everywhere, named_id, None, radius)
+            track = Track(named_id, sighting.label, [sighting]) if sighting is not None else None
+            if track is not None and _inside(here.region, track.result()):
+                # Counted from the index of ids, over the same window (its newest is this sighting).
+                counted = tx.memories.object_track(everywhere.collection, named_id, everywhere.since, None)
+                track.count = counted[1] if counted is not None else 1
+                yield track
     named = tx.memories.objects_named(tx.candidates(here.scope(without_id)).listed(None, order="id"))
     for object_id, label in sorted(named, key=lambda key: (key[0] or "", key[1] or "")):
         yield from _tracks(tx, everywhere, object_id, label, radius)
