@@ -189,3 +189,126 @@ def write_mcap_ros2(path: Path, plans: list[PlannedEpisode]) -> Path:
             # joint states are left out: this bag checks the format, not every mapping
         writer.finish()
     return bag
+
+
+# vision_msgs as released: Humble and later (tracking id ``id``, class in ``hypothesis.class_id``) and ROS 1
+# Noetic (no tracking id, class as an integer ``id``). ``Detection2D`` is Humble's, its box in pixels.
+VISION_MSGS = {
+    "humble": {
+        "vision_msgs/msg/ObjectHypothesis": "string class_id\nfloat64 score",
+        "vision_msgs/msg/ObjectHypothesisWithPose": (
+            "vision_msgs/ObjectHypothesis hypothesis\ngeometry_msgs/PoseWithCovariance pose"
+        ),
+        "vision_msgs/msg/BoundingBox3D": "geometry_msgs/Pose center\ngeometry_msgs/Vector3 size",
+        "vision_msgs/msg/Detection3D": (
+            "std_msgs/Header header\nvision_msgs/ObjectHypothesisWithPose[] results\n"
+            "vision_msgs/BoundingBox3D bbox\nstring id"
+        ),
+        "vision_msgs/msg/Detection3DArray": "std_msgs/Header header\nvision_msgs/Detection3D[] detections",
+        "vision_msgs/msg/Point2D": "float64 x\nfloat64 y",
+        "vision_msgs/msg/Pose2D": "vision_msgs/Point2D position\nfloat64 theta",
+        "vision_msgs/msg/BoundingBox2D": "vision_msgs/Pose2D center\nfloat64 size_x\nfloat64 size_y",
+        "vision_msgs/msg/Detection2D": (
+            "std_msgs/Header header\nvision_msgs/ObjectHypothesisWithPose[] results\n"
+            "vision_msgs/BoundingBox2D bbox\nstring id"
+        ),
+        "vision_msgs/msg/Detection2DArray": "std_msgs/Header header\nvision_msgs/Detection2D[] detections",
+    },
+    "noetic": {
+        "vision_msgs/msg/ObjectHypothesisWithPose": (
+            "int64 id\nfloat64 score\ngeometry_msgs/PoseWithCovariance pose"
+        ),
+        "vision_msgs/msg/BoundingBox3D": "geometry_msgs/Pose center\ngeometry_msgs/Vector3 size",
+        "vision_msgs/msg/Detection3D": (
+            "std_msgs/Header header\nvision_msgs/ObjectHypothesisWithPose[] results\nvision_msgs/BoundingBox3D bbox"
+        ),
+        "vision_msgs/msg/Detection3DArray": "std_msgs/Header header\nvision_msgs/Detection3D[] detections",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Detected:
+    """One detection in a test bag: a tracking id ("" for none), its class, score and box centre."""
+
+    object_id: str
+    class_id: str
+    position: tuple[float, float, float]
+    score: float = 0.9
+
+
+def write_detections(
+    path: Path,
+    frames: list[tuple[int, str, list[Detected]]],
+    storage: str,
+    *,
+    topic: str = "/detections",
+    two_d: bool = False,
+) -> Path:
+    """Write ``(t_ns, frame_id, detections)`` as ``vision_msgs`` detection arrays with ``rosbags``: Humble's
+    types for rosbag2 (``sqlite3``, ``mcap``; ``two_d`` for ``Detection2DArray``), Noetic's for ``ros1``
+    (the class a number, no tracking id). Each array's header carries its time and frame."""
+    import numpy as np
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    ros1 = storage == "ros1"
+    ts = get_typestore(Stores.ROS1_NOETIC if ros1 else Stores.ROS2_HUMBLE)
+    types: dict[str, object] = {}
+    for name, text in VISION_MSGS["noetic" if ros1 else "humble"].items():
+        types.update(get_types_from_msg(text, name))
+    ts.register(types)  # type: ignore[arg-type]
+    T = ts.types
+    kind = "vision_msgs/msg/Detection2DArray" if two_d else "vision_msgs/msg/Detection3DArray"
+
+    def pose(p: tuple[float, float, float]):  # type: ignore[no-untyped-def]
+        point = T["geometry_msgs/msg/Point"](x=p[0], y=p[1], z=p[2])
+        return T["geometry_msgs/msg/Pose"](
+            position=point, orientation=T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)
+        )
+
+    def detection(header, d: Detected):  # type: ignore[no-untyped-def]
+        with_cov = T["geometry_msgs/msg/PoseWithCovariance"](pose=pose(d.position), covariance=np.zeros(36))
+        if ros1:
+            result = T["vision_msgs/msg/ObjectHypothesisWithPose"](
+                id=int(d.class_id), score=d.score, pose=with_cov
+            )
+        else:
+            hypothesis = T["vision_msgs/msg/ObjectHypothesis"](class_id=d.class_id, score=d.score)
+            result = T["vision_msgs/msg/ObjectHypothesisWithPose"](hypothesis=hypothesis, pose=with_cov)
+        size = T["geometry_msgs/msg/Vector3"](x=0.1, y=0.1, z=0.1)
+        if two_d:
+            center = T["vision_msgs/msg/Pose2D"](
+                position=T["vision_msgs/msg/Point2D"](x=320.0, y=240.0), theta=0.0
+            )
+            box = T["vision_msgs/msg/BoundingBox2D"](center=center, size_x=20.0, size_y=20.0)
+            return T["vision_msgs/msg/Detection2D"](header=header, results=[result], bbox=box, id=d.object_id)
+        box = T["vision_msgs/msg/BoundingBox3D"](center=pose(d.position), size=size)
+        if ros1:
+            return T["vision_msgs/msg/Detection3D"](header=header, results=[result], bbox=box)
+        return T["vision_msgs/msg/Detection3D"](header=header, results=[result], bbox=box, id=d.object_id)
+
+    if ros1:
+        from rosbags.rosbag1 import Writer as Ros1Writer
+
+        bag = path.with_suffix(".bag")
+        writer_cm = Ros1Writer(bag)
+    else:
+        from rosbags.rosbag2 import StoragePlugin
+        from rosbags.rosbag2 import Writer as Ros2Writer
+
+        bag = path
+        plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+        writer_cm = Ros2Writer(bag, version=9, storage_plugin=plugin)
+    with writer_cm as writer:
+        connection = writer.add_connection(topic, kind, typestore=ts)
+        for t_ns, frame_id, detections in frames:
+            stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
+            header = (
+                T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id=frame_id)
+                if ros1
+                else T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame_id)
+            )
+            message = T[kind](header=header, detections=[detection(header, d) for d in detections])
+            raw = ts.serialize_ros1(message, kind) if ros1 else ts.serialize_cdr(message, kind)
+            writer.write(connection, t_ns, raw)
+    return bag

@@ -10,6 +10,8 @@ Built in Python (``BagMap``, ``Boundaries``) or read from a TOML or JSON map fil
     topic = "/joint_states"
     [outcome]
     topic = "/outcome"
+    [objects]
+    topic = "/detections"          # or {topic, every_s, items, id, label, position, labels}
     [robot]
     id = "arm-01"
     [task]
@@ -55,6 +57,26 @@ class PoseTopic:
 
 
 @dataclass(frozen=True)
+class ObjectTopic:
+    """A topic whose messages report objects seen (``vision_msgs`` detection arrays, or any message): each
+    detection becomes a sighting, a perception with ``context.object`` and ``spatial.position``.
+
+    ``items``, ``id``, ``label`` and ``position`` are dot paths (a list index as a number:
+    ``results.0.hypothesis.class_id``) into a message and into each item; None reads ``vision_msgs``
+    (``integrations/bag_objects.py``). ``labels`` names classes (``{"47": "cup"}``); ``every_s`` keeps at
+    most one sighting of an object per that many seconds (0: every one), and always its last in an episode.
+    """
+
+    topic: str
+    every_s: float = 1.0
+    items: str | None = None
+    id: str | None = None
+    label: str | None = None
+    position: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class BagMap:
     """Which topics fill which parts of an episode's memory."""
 
@@ -66,10 +88,12 @@ class BagMap:
     outcome_field: str = "data"
     robot: Mapping[str, Any] = field(default_factory=dict)
     task: Mapping[str, Any] = field(default_factory=dict)
+    objects: ObjectTopic | None = None  # a detection topic, read into sightings of objects
 
     def topics(self) -> list[str]:
         """Return every topic the map reads."""
         named = [p.topic for p in self.poses] + [t for t in (self.joints, self.outcome) if t]
+        named += [self.objects.topic] if self.objects else []
         return list(dict.fromkeys(named))
 
 
@@ -103,11 +127,12 @@ def map_from_dict(raw: Mapping[str, Any]) -> tuple[BagMap, Boundaries]:
     """Return the topic map and boundaries of a map file's content; raises ``ValidationError``.
 
     Keys: ``poses`` (name → topic, or ``{topic, field}``), ``layout`` (pose names), ``joints``
-    (a topic, or ``{topic, samples}``), ``outcome`` (a topic, or ``{topic, field}``), ``robot``,
+    (a topic, or ``{topic, samples}``), ``outcome`` (a topic, or ``{topic, field}``), ``objects`` (a
+    topic, or ``{topic, every_s, items, id, label, position, labels}``), ``robot``,
     ``task`` and ``episodes`` (``windows``, or ``marker`` with ``field`` / ``start`` / ``end``, or
     ``gap_topic`` with ``gap_s``). Every value is checked for its kind and range, naming its key.
     """
-    known = {"poses", "layout", "joints", "outcome", "robot", "task", "episodes"}
+    known = {"poses", "layout", "joints", "outcome", "objects", "robot", "task", "episodes"}
     if unknown := sorted(set(raw) - known):
         raise ValidationError(f"map: unknown key {unknown[0]!r}; expected {', '.join(sorted(known))}")
     poses = []
@@ -135,12 +160,36 @@ def map_from_dict(raw: Mapping[str, Any]) -> tuple[BagMap, Boundaries]:
         outcome_field=_text(outcome_field, "map.outcome.field"),
         robot=_table(raw.get("robot", {}), "map.robot"),
         task=_table(raw.get("task", {}), "map.task"),
+        objects=_objects(raw.get("objects")),
     )
     if bag_map.layout and (missing := [n for n in bag_map.layout if n not in {p.name for p in poses}]):
         raise ValidationError(f"map.layout: {missing[0]!r} is not a pose name")
     boundaries = boundaries_from_dict(_table(raw.get("episodes", {}), "map.episodes"))
     check_plan(bag_map, boundaries)
     return bag_map, boundaries
+
+
+def _objects(spec: Any) -> ObjectTopic | None:
+    """Return the ``ObjectTopic`` of a map file's ``objects`` (a topic, or a table); None when absent."""
+    if spec is None or isinstance(spec, str):
+        return None if spec is None else ObjectTopic(_text(spec, "map.objects"))
+    raw = _table(spec, "map.objects")
+    known = {"topic", "every_s", "items", "id", "label", "position", "labels"}
+    if unknown := sorted(set(raw) - known):
+        raise ValidationError(f"map.objects: unknown key {unknown[0]!r}; expected {', '.join(sorted(known))}")
+    every = raw.get("every_s", 1.0)
+    if not _is_number(every):
+        raise ValidationError(f"map.objects.every_s: expected a number of seconds, got {_shown(every)}")
+    paths = {
+        key: _optional_text(raw.get(key), f"map.objects.{key}")
+        for key in ("items", "id", "label", "position")
+    }
+    return ObjectTopic(
+        _text(raw.get("topic"), "map.objects.topic"),
+        float(every),
+        labels=_table(raw.get("labels", {}), "map.objects.labels"),
+        **paths,
+    )
 
 
 def check_context_keys_of(bag_map: BagMap) -> None:
@@ -200,6 +249,8 @@ def check_plan(bag_map: BagMap, boundaries: Boundaries) -> None:
         _text(pose.topic, f"poses.{pose.name}.topic")
         _optional_text(pose.field, f"poses.{pose.name}.field")
     _optional_text(bag_map.joints, "joints.topic")
+    if bag_map.objects is not None:
+        _check_objects(bag_map.objects)
     _optional_text(bag_map.outcome, "outcome.topic")
     _text(bag_map.outcome_field, "outcome.field")
     samples = bag_map.joint_samples
@@ -222,6 +273,22 @@ def check_plan(bag_map: BagMap, boundaries: Boundaries) -> None:
     _text(boundaries.start_value, "episodes.start")
     _optional_text(boundaries.end_value, "episodes.end")
     check_context_keys_of(bag_map)
+
+
+def _check_objects(objects: ObjectTopic) -> None:
+    _text(objects.topic, "objects.topic")
+    for key in ("items", "id", "label", "position"):
+        _optional_text(getattr(objects, key), f"objects.{key}")
+    if not (_is_number(objects.every_s) and 0 <= objects.every_s <= MAX_SECONDS):
+        raise ValidationError(
+            f"objects.every_s: expected 0..{MAX_SECONDS:g} seconds, got {_shown(objects.every_s)}"
+        )
+    if not isinstance(objects.labels, Mapping):
+        raise ValidationError(
+            f"objects.labels: expected a table of class → label, got {_shown(objects.labels)}"
+        )
+    for name, label in objects.labels.items():
+        _text(label, f"objects.labels.{name}")
 
 
 def _is_number(value: Any) -> bool:

@@ -18,7 +18,8 @@ Each episode becomes one session holding one memory: the insight text, ``spatial
 ``task.success`` from the outcome topic, the constant ``robot`` and ``task`` sections, and
 ``provenance`` — bag path, storage, the topics read (the boundary topic too), ``t_start_ns`` /
 ``t_end_ns`` and ``start_offset_s`` (for ``ros2 bag play --start-offset``). A JointState topic adds a
-sampled ``procedural`` perception. The session ends with the outcome as its score.
+sampled ``procedural`` perception, a detection topic a ``visual`` perception per sighting of an object
+(``integrations/bag_objects.py``). The session ends with the outcome as its score.
 
 ``provenance.key`` names an episode by its content: a SHA-256 over the window and every message read
 inside it (topic, time stamp and the raw bytes as stored), so importing a bag again — from any path —
@@ -48,8 +49,9 @@ from robotmem.integrations.bag_map import (
     load_map,
     map_from_dict,
 )
+from robotmem.integrations.bag_messages import as_point, field_at, is_quaternion, read_frame
+from robotmem.integrations.bag_objects import Sightings, read_sightings, sighting_item
 from robotmem.integrations.episodes import context_json_value, outcome_word, sample_indices, to_json_value
-from robotmem.query.regions import MAX_FRAME_CHARS
 from robotmem.service.recall import context_values
 
 try:
@@ -74,6 +76,7 @@ _TRUE_WORDS = frozenset({"true", "success", "succeeded", "successful", "ok", "1"
 _FALSE_WORDS = frozenset({"false", "failure", "failed", "fail", "0", "no", "aborted", "timeout"})
 _PROGRESS_EVERY = 1000  # messages between two reports of the reading stage
 _VALUES_SHOWN = 10  # distinct marker values an error lists
+_SIGHTINGS_PER_BATCH = 500  # sightings stored by one save_perceptions
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class Slice:
     messages: int = 0  # messages of the read topics inside the window
     content: Any = field(default_factory=hashlib.sha256)  # over those messages' topic, stamp and bytes
     after_end: dict[str, list[float]] = field(default_factory=dict)  # first poses at/after the activity
+    sightings: Sightings = field(default_factory=lambda: Sightings(0))  # of the map's detection topic
 
 
 class Reading:
@@ -191,43 +195,6 @@ def check_topics(reader: AnyReader, wanted: Sequence[str], bag: Path) -> None:
         raise ValidationError(f"bag: {bag} has no topic {', '.join(missing)}; it has {listing}")
 
 
-def field_at(message: Any, path: Sequence[str]) -> Any:
-    """Return the attribute (or key) at ``path`` in a deserialised message; raises ``LookupError``."""
-    value = message
-    for part in path:
-        if isinstance(value, Mapping):
-            value = value[part]
-        elif hasattr(value, part):
-            value = getattr(value, part)
-        else:
-            raise LookupError(part)
-    return value
-
-
-def is_quaternion(value: Any) -> bool:
-    """Return True for a Quaternion-like object (``x``, ``y``, ``z`` and ``w``): an orientation."""
-    return all(hasattr(value, axis) for axis in ("x", "y", "z", "w"))
-
-
-def as_point(value: Any) -> list[float] | None:
-    """Return a coordinate list from a Point/Vector3-like object, a sequence or a number, else None.
-
-    A quaternion is an orientation, not a point: it gives None (``read_pose`` says so).
-    """
-    if is_quaternion(value):
-        return None
-    if hasattr(value, "x") and hasattr(value, "y"):
-        return [float(value.x), float(value.y)] + ([float(value.z)] if hasattr(value, "z") else [])
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [float(value)]
-    if isinstance(value, (str, bytes)):
-        return None
-    try:
-        return [float(v) for v in value]
-    except (TypeError, ValueError):
-        return None
-
-
 def read_pose(message: Any, pose: PoseTopic) -> list[float]:
     """Return the position of ``message`` for ``pose``; raises ``ValidationError`` naming the topic."""
     paths = [tuple(pose.field.split("."))] if pose.field else list(_POSE_PATHS)
@@ -250,21 +217,6 @@ def read_pose(message: Any, pose: PoseTopic) -> list[float]:
         else "a position (tried pose.pose.position, pose.position, position, point, transform.translation, vector, x/y/z)"
     )
     raise ValidationError(f"poses.{pose.name}: messages on {pose.topic} have no {where}")
-
-
-def read_frame(message: Any) -> str | None:
-    """Return the coordinate frame of a stamped message (``header.frame_id``), else None.
-
-    A leading ``/`` (ROS 1's ``/map``) is dropped, as tf2 does; an empty or over-long name is no frame.
-    """
-    try:
-        frame_id = field_at(message, ("header", "frame_id"))
-    except LookupError:
-        return None
-    if not isinstance(frame_id, str):
-        return None
-    name = frame_id.strip().lstrip("/")
-    return name if name and len(name) <= MAX_FRAME_CHARS else None
 
 
 def read_outcome(message: Any, field_path: str) -> tuple[bool | None, dict[str, Any]]:
@@ -430,7 +382,8 @@ def read_slices(
     """Read every mapped topic (and the boundary topics, for the content digest) once; return what
     falls into each window."""
     reading = reading or Reading(None, 0)
-    slices = [Slice(w) for w in windows]
+    every_ns = round(bag_map.objects.every_s * 1e9) if bag_map.objects else 0
+    slices = [Slice(w, sightings=Sightings(every_ns)) for w in windows]
     starts = [w.start_ns for w in windows]
     poses = {p.topic: [q for q in bag_map.poses if q.topic == p.topic] for p in bag_map.poses}
     mapped = set(bag_map.topics())
@@ -469,6 +422,12 @@ def read_slices(
                     s.after_end.setdefault(pose.name, point)  # the first at or after it ends ...
                 else:
                     s.last[pose.name] = point  # ... else the last before
+        if bag_map.objects is not None and topic == bag_map.objects.topic:
+            seen, unnamed = read_sightings(message, bag_map.objects, stamp)
+            for s in hits:
+                s.sightings.skipped += unnamed
+                for one in seen:
+                    s.sightings.add(one)
         if topic == bag_map.joints:
             for s in hits:
                 s.joints.append((stamp, message))
@@ -608,9 +567,10 @@ def import_bag(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Import the episodes of one bag; return ``{"bag", "storage", "episodes", "imported", "skipped",
-    "unclosed", "warnings", "memory_ids", "session_ids"}``.
+    "unclosed", "warnings", "sightings", "memory_ids", "session_ids"}``.
 
-    Each new episode is one session with one memory (and a perception when ``bag_map.joints`` is set),
+    Each new episode is one session with one memory (and a perception when ``bag_map.joints`` is set, and
+    one per sighting of an object when ``bag_map.objects`` is: ``sightings`` counts them),
     ended with ``outcome_score`` 1.0 / 0.0 when the outcome is known. Episodes already imported
     (same ``provenance.key``: same window, same messages) are skipped. ``progress`` hears the
     ``reading`` stage (messages) and the ``episodes`` stage. Raises ``ValidationError`` — before anything
@@ -625,7 +585,7 @@ def import_bag(
     check_plan(bag_map, boundaries)
     if not bag_map.topics() and boundaries.windows:
         raise ValidationError(
-            "map: names no topic (poses, joints or outcome); an episode of a window would hold nothing"
+            "map: names no topic (poses, joints, outcome or objects); an episode of a window would hold nothing"
         )
     topics = list(dict.fromkeys([*bag_map.topics(), *boundaries.topics()]))
     reader = open_bag(bag)
@@ -655,6 +615,7 @@ def import_bag(
         "skipped": 0,
         "unclosed": cut.unclosed,
         "warnings": cut.warnings,
+        "sightings": 0,
         "memory_ids": [],
         "session_ids": [],
     }
@@ -669,6 +630,7 @@ def import_bag(
             contexts[key] = parse_json_object("context", context, settings.max_context_bytes)
     # end_session's related memories are not read here: with related_top_k 0 it runs no recall.
     memory.settings = settings.replace(related_top_k=0)
+    unnamed = 0
     try:
         for s, key in zip(slices, keys, strict=True):
             if key in done:
@@ -678,12 +640,18 @@ def import_bag(
                 memory_id, session_id = _store_episode(memory, s, bag_map, bag, context, collection)
                 done.add(key)  # a bag whose windows repeat one another stores the episode once
                 result["imported"] += 1
+                result["sightings"] += len(s.sightings.done())
+                unnamed += s.sightings.skipped
                 result["memory_ids"].append(memory_id)
                 result["session_ids"].append(session_id)
             if progress is not None:
                 progress("episodes", 1, len(slices))
     finally:
         memory.settings = settings
+    if unnamed and bag_map.objects is not None:
+        result["warnings"].append(
+            f"objects: {unnamed} detections on {bag_map.objects.topic} named neither an id nor a label; skipped"
+        )
     return result
 
 
@@ -722,6 +690,13 @@ def _store_episode(
                 }
             ]
         )
+    if bag_map.objects is not None:
+        seen = [sighting_item(one, bag_map.objects.topic) for one in s.sightings.done()]
+        for start in range(0, len(seen), _SIGHTINGS_PER_BATCH):
+            batch = seen[start : start + _SIGHTINGS_PER_BATCH]
+            memory.save_perceptions(
+                [{**item, "collection": collection, "session_id": session} for item in batch]
+            )
     score = None if s.outcome is None else (1.0 if s.outcome else 0.0)
     memory.end_session(session, outcome_score=score)
     return int(memory_id), str(session)

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integrations.bags import events, plan_episodes, write_rosbags, write_stream
+from tests.integrations.bags import events, plan_episodes, write_detections, write_rosbags, write_stream
+from tests.integrations.test_bag_objects import MUG_AFTER, patrol
 
 from robotmem.adapters.cli import main
 
@@ -71,6 +72,20 @@ def test_import_bag_reads_a_map_file_and_windows(cli: Any, tmp_path: Path) -> No
     code, out, err = cli("import-bag", str(bag), "--map", str(map_file), "--window", "0:2", "--window", "3:5")
     assert code == 0, err
     assert (out["storage"], out["imported"]) == ("ros1", 2)
+
+
+def test_import_bag_reads_detections_into_objects_last_seen_finds(cli: Any, tmp_path: Path) -> None:
+    bag = write_detections(tmp_path / "patrol", patrol(), "sqlite3")
+    map_file = tmp_path / "map.toml"
+    map_file.write_text('[objects]\ntopic = "/old"\nlabels = {"47" = "red mug"}\n', encoding="utf-8")
+    code, out, err = cli(
+        "import-bag", str(bag), "--map", str(map_file), "--objects", "/detections", "--window", "0:60"
+    )
+    assert code == 0, err
+    assert out["imported"] == 1 and out["sightings"] > 0
+    code, found, err = cli("last-seen", "red mug")  # the flag kept the map file's labels
+    assert code == 0, err
+    assert [(o["object_id"], o["position"]) for o in found["objects"]] == [("mug-3", list(MUG_AFTER))]
 
 
 def test_import_bag_errors_name_the_topic_and_list_the_bag(cli: Any, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from typing import Any
 
 from robotmem import ValidationError
@@ -37,7 +38,7 @@ def _split(option: str, text: str, sep: str, parts: int) -> list[str]:
 
 def bag_plan(args: argparse.Namespace) -> tuple[Any, Any]:
     """Return the ``(BagMap, Boundaries)`` of the map file and flags (flags add to or replace the file's)."""
-    from robotmem.integrations.bag_map import BagMap, Boundaries, PoseTopic, load_map
+    from robotmem.integrations.bag_map import BagMap, Boundaries, ObjectTopic, PoseTopic, load_map
 
     bag_map, bounds = load_map(args.map) if args.map else (BagMap(), Boundaries())
     poses = list(bag_map.poses)
@@ -53,6 +54,9 @@ def bag_plan(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.outcome:
         topic, _, field = args.outcome.partition(":")
         updates.update(outcome=topic, outcome_field=field or "data")
+    if args.objects:
+        objects = bag_map.objects
+        updates["objects"] = replace(objects, topic=args.objects) if objects else ObjectTopic(args.objects)
     if args.robot:
         updates["robot"] = {**bag_map.robot, **_json_object("--robot", args.robot)}
     if args.task:
@@ -180,6 +184,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--outcome", metavar="TOPIC[:FIELD]", help="Bool, String or JSON outcome topic → task.success"
+    )
+    p.add_argument(
+        "--objects", metavar="TOPIC", help="detection topic (vision_msgs) → sightings of objects, 1 a second"
     )
     p.add_argument("--robot", metavar="JSON", help="constant robot section")
     p.add_argument("--task", metavar="JSON", help="constant task section")
