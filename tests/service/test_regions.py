@@ -47,6 +47,17 @@ def test_a_sphere_holds_its_boundary_and_nothing_beyond(mem: RobotMemory) -> Non
     assert _ids(mem, region={"center": [0, 0, 0], "radius": 0}) == {inside}
 
 
+def test_a_position_far_beyond_any_region_leaves_spheres_and_around_answering(mem: RobotMemory) -> None:
+    near = _learn(mem, "marker near the dock", [1.0, 1.0])
+    for far in ([1e200, 0.0], [1e300, 1e300, 1e300], [-1e308, 1.0]):  # squares beyond a float64
+        _learn(mem, f"marker placed away at {far[0]:g}", far)
+    assert _ids(mem, region={"center": [1, 1], "radius": 1}) == {near}
+    assert _ids(mem, region={"center": [1, 1, 0], "radius": 1e12}) == set()  # 2-D positions lack a z
+    assert _ids(mem, "marker", region={"center": [1, 1], "radius": 1}, since="-1h") == {near}
+    assert [m["id"] for m in mem.around([1, 1], 1.0)["memories"]] == [near]
+    assert len(_ids(mem, region={"min": [-1e12, -1e12], "max": [1e12, 1e12]})) == 1
+
+
 def test_a_box_holds_its_faces_and_a_circle_tests_x_and_y(mem: RobotMemory) -> None:
     corner = _learn(mem, "crate at the box corner", [1.0, 2.0, 3.0])
     outside = _learn(mem, "crate a hair outside", [1.0, 2.0, 3.0000001])

@@ -26,6 +26,7 @@ import psycopg
 from robotmem.query.regions import DEFAULT_FRAME, Region
 
 _ANY_Z = 1e300
+_NO_OVERFLOW = 1e150  # an offset whose square, summed three times, stays a float8
 
 
 def _functions(*, timed: bool) -> str:
@@ -200,7 +201,12 @@ def _inside(
         squares = " + ".join(
             f"(p.{c} - %({prefix}_c{k})s) * (p.{c} - %({prefix}_c{k})s)" for k, c in enumerate(names)
         )
-        exact = f"({squares}) <= %({prefix}_r2)s"
+        # A stored position may be anywhere a float8 reaches (1e200), and its square would overflow, which
+        # the server raises: CASE squares only offsets up to _NO_OVERFLOW, far past any radius (1e12).
+        near = " AND ".join(
+            f"abs(p.{c} - %({prefix}_c{k})s) <= {_NO_OVERFLOW:g}" for k, c in enumerate(names)
+        )
+        exact = f"CASE WHEN {near} THEN ({squares}) <= %({prefix}_r2)s ELSE false END"
         params.update({f"{prefix}_c{k}": float(v) for k, v in enumerate(region.center)})
         params[f"{prefix}_r2"] = region.radius * region.radius
     else:
