@@ -366,6 +366,8 @@ def test_around_since_a_time_before_now(memory: RobotMemory, site: dict[str, int
         (lambda m: m.last_seen("mug", as_of="-400000w"), "as_of: "),
         (lambda m: m.around([1.0, 2.0], 1.0, since="last week"), "since: must be"),
         (lambda m: m.around([1.0, 2.0], 1.0, since=float("nan")), "since: must be a finite number"),
+        (lambda m: m.last_seen("mug", collection="*"), "collection: '*' (every collection) is recall's"),
+        (lambda m: m.around([1.0, 2.0], 1.0, collection="*"), "around answers within one collection"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(

@@ -135,6 +135,16 @@ class OperationInput(BaseModel):
                 f"collection: {ALL_COLLECTIONS!r} means every collection to recall; name one collection to write to"
             )
 
+    def _check_one_collection(self, operation: str) -> None:
+        """Check the collection an object question asks: a name, and not ``*``. An object is an id within
+        one collection, so an answer over every collection could hold two objects under one id."""
+        self._check_name("collection")
+        if self.collection == ALL_COLLECTIONS:  # type: ignore[attr-defined]
+            raise ValidationError(
+                f"collection: {ALL_COLLECTIONS!r} (every collection) is recall's; {operation} answers within "
+                "one collection (an object is an id within its collection): name the collection"
+            )
+
 
 class LearnInput(OperationInput):
     """Store one experience (an insight with its context)."""
@@ -509,7 +519,7 @@ class LastSeenInput(OperationInput):
         f'("where was the pallet before it was moved?"); {TIME_BOUND}.',
     )
     collection: str | None = Field(
-        default=None, description="Collection to search (default: the instance's)."
+        default=None, description='Collection to search (default: the instance\'s); one collection, not "*".'
     )
     __slots__ = ("_region", "_window")
 
@@ -526,7 +536,7 @@ class LastSeenInput(OperationInput):
         self.query = parse_text("query", self.query, min_chars=0, max_chars=MAX_QUERY_CHARS)
         if self.object_id is not None and not (0 < len(self.object_id) <= 200):
             raise ValidationError(f"object_id: must be 1..200 characters, got {len(self.object_id)}")
-        self._check_name("collection")
+        self._check_one_collection("last_seen")
         self._region = parse_region(self.region)
         self._window = (
             parse_time_bound("since", self.since),
@@ -554,7 +564,7 @@ class AroundInput(OperationInput):
     )
     n: int = Field(default=10, ge=1, le=100, description="How many objects and memories to return.")
     collection: str | None = Field(
-        default=None, description="Collection to search (default: the instance's)."
+        default=None, description='Collection to search (default: the instance\'s); one collection, not "*".'
     )
     __slots__ = ("_region", "_since")
 
@@ -568,7 +578,7 @@ class AroundInput(OperationInput):
         return self._since
 
     def _check(self, settings: Settings) -> None:
-        self._check_name("collection")
+        self._check_one_collection("around")
         center, radius = parse_centre(self.position, "position"), parse_radius(self.radius, "radius")
         frame = parse_frame(self.frame, "frame")
         self._region = Region(INDEXED_PATHS[0], frame, center=center, radius=radius)
