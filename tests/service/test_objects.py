@@ -161,6 +161,23 @@ def test_an_id_names_its_object_alone_and_the_most_specific_name_comes_first(
     assert "2" not in named("the mug on shelf 2") and "t-9" not in named("where is the mug")
 
 
+def test_the_words_of_an_id_name_that_object_before_others_of_its_label(
+    memory: RobotMemory, clock: FakeClock
+) -> None:
+    """Two pallets share a label; "pallet 2" holds that label and every word of pallet-2's id."""
+    for object_id, x in (("pallet-1", 5), ("pallet-2", 20), ("pallet-3", 35)):
+        _see(memory, clock, f"saw the pallet at bay {x}", "pallet", [x, 5, 0], object_id)
+
+    def named(description: str, n: int = 5) -> list[str]:
+        return [o["object_id"] for o in memory.last_seen(description, n=n)["objects"]]
+
+    assert named("pallet 2", n=1) == ["pallet-2"]
+    assert named("where is pallet 1")[0] == "pallet-1"
+    assert named("where did I leave pallet 3", n=1) == ["pallet-3"]
+    assert sorted(named("pallet")) == ["pallet-1", "pallet-2", "pallet-3"]
+    assert named("pallet 4") == named("pallet")  # no such id: the label names them all
+
+
 def test_without_a_description_the_most_recently_seen_come_first(
     memory: RobotMemory, clock: FakeClock
 ) -> None:

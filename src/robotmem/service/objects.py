@@ -69,6 +69,7 @@ QUESTION_WORDS = frozenset((
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
 # ``around`` reads each object's latest sighting when the collection names at most this many object ids.
 MOST_OBJECTS = 1000
+NAMED_BY_ID = 5  # ``_Naming``'s rank of an object whose id a description holds as written
 _CJK = re.compile(f"[{CJK_RANGES}]")
 # An id-like word: letters and digits, a digit among them, joined by "-" or "_" ("mug-30", "R2-D2", "tb_1").
 _ID_LIKE = re.compile(r"(?<![\w-])(?=[\w-]*\d)[^\W_]+(?:[-_][^\W_]+)+(?![\w-])")
@@ -252,9 +253,10 @@ def _keys(named: Iterable[tuple[str | None, str | None]]) -> list[tuple[str | No
 class _Naming:
     """How specifically a description names an object (``rank``; 0: it does not name it).
 
-    4: it holds the object's id as written ("where is mug-3"); 3: its label as written ("the red mug on the
+    5: it holds the object's id as written ("where is mug-3"); 4: every word of an id with a letter, one of
+    them not a word of the label ("pallet 2" names pallet-2); 3: its label as written ("the red mug on the
     kitchen table"; whole words, anywhere for a name with CJK characters, which the word splitter may cut
-    otherwise inside a sentence: "充电宝在哪"); 2: every word of the label, or of an id with a letter; 1: every
+    otherwise inside a sentence: "充电宝在哪"); 2: every word of the label, or of the id; 1: every
     word it asks (BM25's, without ``QUESTION_WORDS``) is among the object's names ("mug" names the red mug).
     Words compare case-folded and singular ("mugs"); an id-like word ("mug-30", "R2-D2": letters and digits
     joined by "-" or "_") stays one word, so "mug-2" names neither mug-30 nor a mug without id. "The blue mug"
@@ -290,13 +292,15 @@ class _Naming:
     def _ranked(self, object_id: str | None, label: str | None) -> int:
         object_id = object_id if object_id and _LETTER.search(object_id) else None  # "41": a number asked
         if object_id and self._holds(object_id):
-            return 4
-        if label and self._holds(label):
-            return 3
+            return NAMED_BY_ID
         label_words, id_words = (self._words(name) for name in (label, object_id))
         asked = self._asked
+        if id_words and id_words <= asked and not id_words <= label_words:
+            return 4  # "pallet 2" names pallet-2, before pallet-1 whose label it holds too
+        if label and self._holds(label):
+            return 3
         if (label_words and label_words <= asked) or (id_words and id_words <= asked):
-            return 2  # "mug 3" names mug-3
+            return 2  # "red mug" in other words
         whole = {object_id.casefold()} if object_id else set()
         return int(bool(asked) and asked <= label_words | id_words | whole)
 
@@ -360,7 +364,9 @@ def _described(engine: Engine, query: str, span: _Span, n: int) -> list[tuple[st
         if not keys and len(ids) == _LABEL_POOL:  # the best matches are other objects': look deeper
             keys = _first_keys(tx, ranked(source, _LABEL_POOL_WIDE)[_LABEL_POOL:], n, _BLOCK, names)
         keys = keys or _named_by_value(tx, source, query, names)
-        return sorted(keys, key=lambda key: -names.best.get(key, 4))[:n]  # stable: BM25's order among equals
+        return sorted(keys, key=lambda key: -names.best.get(key, NAMED_BY_ID))[
+            :n
+        ]  # stable: BM25's among equals
 
     return engine.read(work)
 
