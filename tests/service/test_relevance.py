@@ -74,9 +74,13 @@ def test_an_empty_scope_says_so_instead_of_blaming_relevance(memory: RobotMemory
         {"min_relevance": 0},
     ]
     for options in empty_scopes[:4]:
-        result = mem.recall("grip force for the mug", **options)
-        assert result["memories"] == [] and "no memory is in this scope" in str(result["note"]), options
+        for query in ("grip force for the mug", ""):  # without a query too: "what did I see this morning?"
+            result = mem.recall(query, **options)
+            assert result["memories"] == [] and "no memory is in this scope" in str(result["note"]), options
+        recent = mem.recall("", order="recent", **options)
+        assert "no memory is in this scope" in str(recent["note"])
     assert mem.recall("grip force for the mug", **empty_scopes[4])["note"] is None  # the mug's memories
+    assert mem.recall("", since="-1h", order="recent")["note"] is None  # something was returned
     nothing = mem.recall("quantum chromodynamics lattice", min_relevance=0.99)
     assert nothing["memories"] == [] and "no memory in this scope is relevant" in str(nothing["note"])
     across = mem.recall("quantum chromodynamics lattice", collection="*", min_relevance=0.99)
@@ -95,6 +99,8 @@ def test_a_distance_cut_and_a_query_no_memory_holds_a_word_of_say_so(memory: Rob
         assert str(cut["note"]).startswith(
             "no relevant memory lies within max_distance 1 of the target in frame 'map'"
         )
+    without_query = memory.recall("", spatial_sort=far)
+    assert without_query["memories"] == [] and "within max_distance 1" in str(without_query["note"])
     near = {"field": "spatial.position", "target": [20.0, 5.0, 0.0]}
     assert memory.recall("pallet", spatial_sort={**near, "max_distance": 1})["note"] is None
     wordless = memory.recall("zebra xylophone", spatial_sort=near)

@@ -228,20 +228,19 @@ def run_on(
         )
         for m in chosen
     ]
-    note = (
-        empty_note(source, plan, gate, cut=bool(scores) and not ordered) if plan.query and not hits else None
-    )
+    note = empty_note(source, plan, gate, cut=bool(scores) and not ordered) if not hits else None
     mode = channels.mode if plan.query else "filter_only"
     return RecallOutcome(hits, mode, (plan.collection,), best if best > 0 else 1.0, note)
 
 
 def empty_note(source: CandidateSource, plan: RecallPlan, gate: RelevanceGate | None, *, cut: bool) -> str:
-    """Why a recall with a query returned nothing: the scope holds no memory (one lookup, made only
-    then), ``max_distance`` left out every relevant memory (``cut``: some competed), no memory holds a word
-    of the query (a spatial sort's floor for a model without a relevance scale), or none is relevant."""
+    """Why a recall returned nothing: ``max_distance`` left out every relevant memory (``cut``: some
+    competed), the scope holds no memory (without a query, what else; with one, a lookup made only then),
+    no memory holds a word of the query (a spatial sort's floor for a model without a relevance scale), or
+    none is relevant."""
     if plan.spatial is not None and plan.spatial.max_distance is not None and cut:
         return NOTHING_WITHIN.format(reach=plan.spatial.max_distance, frame=plan.spatial.frame)
-    if not source.listed(1, order="id"):
+    if not plan.query or not source.listed(1, order="id"):
         return NOTHING_IN_SCOPE
     floor = gate.min_relevance if gate is not None else 0.0
     return (
