@@ -210,6 +210,13 @@ def test_export_import_and_sync_carry_observed_at(
         for m in when:
             record = old.get_memory(m)
             assert record["observed_at"] == record["created_at"]
+        # A time without a zone is refused as learn refuses it: which moment it names depends on the machine.
+        lines[-1]["memory"]["observed_at"] = "2026-03-02T08:00:00"
+        (tmp_path / "naive.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        counts = table_counts(old)
+        with pytest.raises(ValidationError, match=r"memory.observed_at: '2026-03-02T08:00:00' has no zone"):
+            old.import_memories(tmp_path / "naive.jsonl")
+        assert table_counts(old) == counts
     with RobotMemory(locate("fleet.db"), embed_backend="hash", settings=settings) as fleet:
         memory.sync(location_text(fleet))
         assert {m["uid"]: m["observed_at"] for m in fleet.recall("", n=10)["memories"]} == {

@@ -24,6 +24,7 @@ from robotmem.formats import strict_json
 from robotmem.formats.validation import (
     MAX_JSON_DEPTH,
     PerceptionType,
+    parse_event_time,
     parse_json_object,
     parse_name,
     parse_payload,
@@ -325,7 +326,7 @@ def check_memory_fields(memory: JsonDict, settings: Settings) -> JsonDict:
     # Files written before event time was recorded: the memory happened when it was stored.
     observed = memory.get("observed_at")
     fields["observed_at"] = (
-        fields["created_at"] if observed is None else parse_timestamp("memory.observed_at", observed)
+        fields["created_at"] if observed is None else parse_event_time("memory.observed_at", observed)
     )
     fields["last_accessed"] = _optional_time("memory.last_accessed", memory.get("last_accessed"))
     return fields
