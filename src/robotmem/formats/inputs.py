@@ -499,7 +499,9 @@ class LastSeenInput(OperationInput):
         "seen most recently, newest first.",
     )
     object_id: str | None = Field(
-        default=None, description='The object\'s id as sightings name it (context.object.id, e.g. "mug-3").'
+        default=None,
+        description='The object\'s id as sightings name it (context.object.id, e.g. "mug-3"); given, it '
+        "alone decides which object, and query is not read.",
     )
     n: int = Field(default=5, ge=1, le=100, description="How many objects to return, best match first.")
     since: EventTimeInput = Field(
