@@ -67,13 +67,20 @@ def test_an_object_by_id_is_its_latest_sighting_wherever_it_moved(
         "memory_id": site["pallet_after"],
         "sightings": 2,
     }
-    assert memory.last_seen(object_id="no-such-thing") == {"objects": []}
+    assert memory.last_seen(object_id="no-such-thing") == {
+        "objects": [],
+        "note": "no sighting in collection 'default' names object id 'no-such-thing': nothing is known of it here",
+    }
 
 
 def test_as_of_answers_where_it_was_before_it_moved(memory: RobotMemory, site: dict[str, int]) -> None:
     (before,) = memory.last_seen(object_id="pallet-1", as_of="2026-01-01T12:49:59Z")["objects"]
     assert before["memory_id"] == site["pallet_before"] and before["position"] == [5.0, 5.0, 0.0]
-    assert memory.last_seen(object_id="pallet-1", as_of="2026-01-01T12:00:00Z") == {"objects": []}
+    assert memory.last_seen(object_id="pallet-1", as_of="2026-01-01T12:00:00Z") == {
+        "objects": [],
+        "note": "object 'pallet-1' has 2 sightings in collection 'default', none in the window, as_of or "
+        "region asked",
+    }
     epoch = 1767272400  # 2026-01-01T13:00:00Z
     assert (
         memory.last_seen(object_id="pallet-1", as_of=epoch)["objects"][0]["memory_id"] == site["pallet_after"]
@@ -86,7 +93,8 @@ def test_a_description_finds_the_object_it_names_and_never_a_wrong_one(
     found = memory.last_seen("where is the red mug")["objects"]
     assert found[0]["object_id"] == "mug-3" and found[0]["memory_id"] == site["mug_late"]
     assert memory.last_seen("红色杯子")["objects"][0]["object_id"] == "mug-9"
-    assert memory.last_seen("the purple giraffe") == {"objects": []}
+    giraffe = memory.last_seen("the purple giraffe")
+    assert giraffe["objects"] == [] and "is named by the description" in giraffe["note"]
 
 
 @pytest.mark.parametrize(
@@ -117,7 +125,7 @@ def test_a_label_is_found_when_no_sighting_says_it(memory: RobotMemory, clock: F
     (cup,) = memory.last_seen("where is my green cup")["objects"]
     assert cup["object_id"] == "cup-4" and cup["memory_id"] == seen
     assert [o["label"] for o in memory.last_seen("黄色盒子在哪里")["objects"]] == ["黄色盒子"]
-    assert memory.last_seen("where is my blue cup") == {"objects": []}
+    assert memory.last_seen("where is my blue cup")["objects"] == []
 
 
 def test_a_chinese_label_is_named_however_the_sentence_around_it_splits(
@@ -126,7 +134,7 @@ def test_a_chinese_label_is_named_however_the_sentence_around_it_splits(
     seen = _see(memory, clock, "看到充电宝在桌子上", "充电宝", [1, 1, 0], "bank-1")
     for description in ("充电宝", "充电宝在哪", "上次看到充电宝是在哪里", "我的充电宝在哪里"):
         assert [o["memory_id"] for o in memory.last_seen(description)["objects"]] == [seen], description
-    assert memory.last_seen("充电器在哪") == {"objects": []}
+    assert memory.last_seen("充电器在哪")["objects"] == []
 
 
 def test_a_description_looks_past_many_sightings_of_other_objects(
@@ -186,6 +194,10 @@ def test_without_a_description_the_most_recently_seen_come_first(
     second_cone = _see(memory, clock, "a cone far down the road", "cone", [50, 0, 0])
     assert [o["memory_id"] for o in memory.last_seen()["objects"]] == [second_cone, barrel, first_cone]
     assert [o["memory_id"] for o in memory.last_seen(n=2)["objects"]] == [second_cone, barrel]
+    assert memory.last_seen(until="-1w")["note"].startswith(
+        "no sighting (a memory whose context names an object)"
+    )
+    assert "note" not in memory.last_seen()
 
 
 def test_sightings_without_an_id_group_by_label_and_distance(
@@ -251,7 +263,7 @@ def test_times_before_now_count_back_from_the_clock(memory: RobotMemory, site: d
     (early,) = memory.last_seen(object_id="mug-3", until="-75m")["objects"]  # 12:15: the earlier only
     assert early["memory_id"] == site["mug_early"]
     assert memory.last_seen(object_id="mug-3", since="-1d", until="-1h")["objects"][0]["sightings"] == 2
-    assert memory.last_seen(object_id="mug-3", until="-1w") == {"objects": []}
+    assert memory.last_seen(object_id="mug-3", until="-1w")["objects"] == []
 
 
 def test_around_from_each_object_s_latest_sighting_equals_the_sightings_in_the_region(
@@ -328,16 +340,12 @@ def test_a_frame_that_holds_no_position_is_warned_by_last_seen_and_around(
         "warnings": [f"frame: no memory has a position at `spatial.position` in frame '/odom' {there}"],
     }
     asked = memory.last_seen("cone", region={"center": [1, 1], "radius": 1, "frame": "/odom"})
-    assert asked == {
-        "objects": [],
-        "warnings": [
-            f"region.frame: no memory has a position at `spatial.position` in frame '/odom' {there}"
-        ],
-    }
+    assert asked["objects"] == [] and asked["warnings"] == [
+        f"region.frame: no memory has a position at `spatial.position` in frame '/odom' {there}"
+    ]
     assert memory.around([90, 90], 1.0, frame="odom") == {"objects": [], "memories": []}
-    assert memory.last_seen("cone", region={"center": [90, 90], "radius": 1, "frame": "odom"}) == {
-        "objects": []
-    }
+    empty = memory.last_seen("cone", region={"center": [90, 90], "radius": 1, "frame": "odom"})
+    assert empty["objects"] == [] and "warnings" not in empty
     assert "warnings" not in memory.last_seen("cone", region={"center": [1, 1], "radius": 1, "frame": "odom"})
 
 

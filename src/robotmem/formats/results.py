@@ -695,6 +695,9 @@ class LastSeenResult(TypedDict):
     """Each matching object's latest sighting, best match first (empty: no such object seen)."""
     warnings: NotRequired[list[str]]
     """Only when nothing was found and the region's frame holds no position: says so, with the frames that do."""
+    note: NotRequired[str]
+    """Only when nothing was found: why (no sighting names that id, none in the window asked, no object
+    seen is named by the description, no sighting at all in this scope)."""
 
 
 @described

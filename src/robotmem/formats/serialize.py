@@ -833,11 +833,16 @@ def with_distance(sighting: ObjectSighting, distance: float) -> ObjectSighting:
     return {**sighting, "distance": distance}
 
 
-def last_seen_result(objects: Sequence[ObjectSighting], warnings: Sequence[str] = ()) -> LastSeenResult:
-    """Return ``last_seen``'s result: the objects best match first (and ``warnings`` when there are any)."""
+def last_seen_result(
+    objects: Sequence[ObjectSighting], warnings: Sequence[str] = (), note: str | None = None
+) -> LastSeenResult:
+    """Return ``last_seen``'s result: the objects best match first (and ``warnings`` and ``note`` when
+    there are any)."""
     result: LastSeenResult = {"objects": list(objects)}
     if warnings:
         result["warnings"] = list(warnings)
+    if note is not None:
+        result["note"] = note
     return result
 
 

@@ -69,6 +69,22 @@ QUESTION_WORDS = frozenset((
 _HAS_OBJECT = Condition(("context", "object"), "$exists", True)
 # ``around`` reads each object's latest sighting when the collection names at most this many object ids.
 MOST_OBJECTS = 1000
+# Why ``last_seen`` found nothing (its ``note``).
+NO_SUCH_ID = (
+    "no sighting in collection {collection!r} names object id {object_id!r}: nothing is known of it here"
+)
+NOT_IN_SPAN = (
+    "object {object_id!r} has {count} sightings in collection {collection!r}, none in the window, as_of or "
+    "region asked"
+)
+NOTHING_NAMED = (
+    "no object sighted in collection {collection!r} (in the window, as_of and region asked) is named by the "
+    "description (its id or label, or every word asked among them): nothing is known of it here"
+)
+NO_SIGHTING = (
+    "no sighting (a memory whose context names an object) in collection {collection!r} in the window, "
+    "as_of and region asked"
+)
 NAMED_BY_ID = 5  # ``_Naming``'s rank of an object whose id a description holds as written
 _CJK = re.compile(f"[{CJK_RANGES}]")
 # An id-like word: letters and digits, a digit among them, joined by "-" or "_" ("mug-30", "R2-D2", "tb_1").
@@ -135,9 +151,25 @@ def last_seen(engine: Engine, args: LastSeenInput) -> LastSeenResult:
         return tracks[: args.n]
 
     found = [track.result() for track in engine.read(work)]
+    if found:
+        return last_seen_result(found)
     region = span.region
-    warned = [("region.frame", region.path, region.frame)] if region is not None and not found else []
-    return last_seen_result(found, engine.read(lambda tx: missing_frames(tx, warned)) if warned else ())
+    warned = [("region.frame", region.path, region.frame)] if region is not None else []
+    return engine.read(
+        lambda tx: last_seen_result([], missing_frames(tx, warned), _nothing_seen(tx, args, span.collection))
+    )
+
+
+def _nothing_seen(tx: StoreTx, args: LastSeenInput, collection: str) -> str:
+    """Why ``last_seen`` found nothing: for an id, whether any sighting names it at all (one index seek)."""
+    if args.object_id is not None:
+        track = tx.memories.object_track(collection, args.object_id, None, None)
+        if track is None:
+            return NO_SUCH_ID.format(object_id=args.object_id, collection=collection)
+        return NOT_IN_SPAN.format(object_id=args.object_id, collection=collection, count=track[1])
+    if args.query:
+        return NOTHING_NAMED.format(collection=collection)
+    return NO_SIGHTING.format(collection=collection)
 
 
 def around(engine: Engine, args: AroundInput) -> AroundResult:
