@@ -235,6 +235,9 @@ class Detected:
     class_id: str
     position: tuple[float, float, float]
     score: float = 0.9
+    stamp_ns: int | None = None  # the detection's own header stamp (None: the array's)
+    frame_id: str | None = None  # the detection's own header frame (None: the array's)
+    boxed: bool = True  # False: the box left zero, the position in the hypothesis' pose only
 
 
 def write_detections(
@@ -267,6 +270,15 @@ def write_detections(
         )
 
     def detection(header, d: Detected):  # type: ignore[no-untyped-def]
+        if d.stamp_ns is not None or d.frame_id is not None:
+            t_ns = header.stamp.sec * 10**9 + header.stamp.nanosec if d.stamp_ns is None else d.stamp_ns
+            stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
+            frame = header.frame_id if d.frame_id is None else d.frame_id
+            header = (
+                T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id=frame)
+                if ros1
+                else T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame)
+            )
         with_cov = T["geometry_msgs/msg/PoseWithCovariance"](pose=pose(d.position), covariance=np.zeros(36))
         if ros1:
             result = T["vision_msgs/msg/ObjectHypothesisWithPose"](
@@ -282,7 +294,11 @@ def write_detections(
             )
             box = T["vision_msgs/msg/BoundingBox2D"](center=center, size_x=20.0, size_y=20.0)
             return T["vision_msgs/msg/Detection2D"](header=header, results=[result], bbox=box, id=d.object_id)
-        box = T["vision_msgs/msg/BoundingBox3D"](center=pose(d.position), size=size)
+        if not d.boxed:
+            size = T["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=0.0)
+        box = T["vision_msgs/msg/BoundingBox3D"](
+            center=pose(d.position if d.boxed else (0.0, 0.0, 0.0)), size=size
+        )
         if ros1:
             return T["vision_msgs/msg/Detection3D"](header=header, results=[result], bbox=box)
         return T["vision_msgs/msg/Detection3D"](header=header, results=[result], bbox=box, id=d.object_id)

@@ -4,12 +4,16 @@ and asked back with ``last_seen`` and ``around`` against the truth the writer us
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from robotmem import RobotMemory, ValidationError
+from robotmem.config import Settings
 from robotmem.integrations.bag_map import ObjectTopic, load_map
 from robotmem.integrations.rosbag import BagMap, Boundaries, import_bag
 
@@ -170,11 +174,15 @@ def test_image_boxes_need_a_position_named_and_nothing_is_written_before(
         import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections")), WHOLE_BAG)
     assert memory.recall("", n=10)["memories"] == []
     named = ObjectTopic("/detections", position="results.0.pose.pose.position")
+    pixels = ObjectTopic("/detections", position="bbox.center.position")  # 2 numbers of an image
+    with pytest.raises(ValidationError, match="not a position of 3 numbers .these detections are 2-D boxes"):
+        import_bag(memory, bag, BagMap(objects=pixels), WHOLE_BAG)
+    assert memory.recall("", n=10)["memories"] == []
     result = import_bag(memory, bag, BagMap(objects=named), WHOLE_BAG)
     assert memory.last_seen(object_id="mug-3")["objects"][0]["position"] == list(MUG_AFTER)
     assert result["sightings"] == 2 * kept_per_object(1.0)
     missing = ObjectTopic("/detections", position="results.3.pose.pose.position")
-    with pytest.raises(ValidationError, match="objects.position: messages on /detections have no field"):
+    with pytest.raises(ValidationError, match="objects.position: detections on /detections have no field"):
         import_bag(memory, bag, BagMap(objects=missing), Boundaries(windows=((0.0, 30.0),)))
 
 
@@ -198,3 +206,132 @@ def test_the_patrol_map_of_the_docs_reads(tmp_path: Path) -> None:
     bag_map, boundaries = load_map(map_file)
     assert bag_map.objects == ObjectTopic("/detections", 1.0, labels={"47": "red mug", "56": "chair"})
     assert (boundaries.gap_topic, boundaries.gap_s) == ("/odom", 5.0)
+
+
+def _one_object(stamps_s: list[float], **detected: object) -> list[tuple[int, str, list[Detected]]]:
+    """cup-1 in one array a second; its own header stamped ``stamps_s`` seconds from the bag's start."""
+    return [
+        (
+            BAG_START_NS + k * 10**9,
+            "map",
+            [
+                Detected(
+                    "cup-1", "41", (float(k), 0.0, 0.0), stamp_ns=BAG_START_NS + round(s * 1e9), **detected
+                )
+            ],  # type: ignore[arg-type]
+        )
+        for k, s in enumerate(stamps_s)
+    ]
+
+
+def test_stamps_out_of_order_are_all_kept_with_every_s_zero_and_the_latest_always(
+    tmp_path: Path, memory: RobotMemory
+) -> None:
+    """A detector's latency reorders header stamps: nothing is lost for it, and the latest stamp stays."""
+    stamps = [0.0, 2.0, 1.0, 4.0, 3.0, 5.0, 5.5]
+    bag = write_detections(tmp_path / "late", _one_object(stamps), "sqlite3")
+    every = import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections", every_s=0.0)), WHOLE_BAG)
+    assert every["sightings"] == len(stamps)
+    [cup] = memory.last_seen(object_id="cup-1")["objects"]
+    assert seconds(cup["observed_at"]) == pytest.approx(stamp(BAG_START_NS) + 5.5)
+
+
+def test_an_object_keeps_its_last_sighting_in_each_frame(tmp_path: Path, memory: RobotMemory) -> None:
+    frames = [
+        (BAG_START_NS + k * 10**9, "map" if k < 5 else "odom", [Detected("box-1", "7", (float(k), 0.0, 0.0))])
+        for k in range(10)
+    ]
+    bag = write_detections(tmp_path / "frames", frames, "sqlite3")
+    import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections", every_s=3.0)), WHOLE_BAG)
+    in_map = {"center": [2.0, 0.0, 0.0], "radius": 5.0, "frame": "map"}
+    [box] = memory.last_seen(object_id="box-1", region=in_map)["objects"]
+    assert box["position"] == [4.0, 0.0, 0.0] and box["frame"] == "map"
+    assert memory.last_seen(object_id="box-1")["objects"][0]["position"] == [9.0, 0.0, 0.0]
+
+
+def test_label_only_thinning_groups_with_the_object_group_radius(
+    tmp_path: Path, locate: Callable[[str], Any], settings: Settings
+) -> None:
+    """Two chairs 0.6 m apart are two objects at a 0.3 m radius: each keeps its own last sighting."""
+    frames = [
+        (
+            BAG_START_NS + k * 10**9,
+            "map",
+            [Detected("", "56", (0.0, 0.0, 0.0)), Detected("", "56", (0.6, 0.0, 0.0))],
+        )
+        for k in range(10)
+    ]
+    bag = write_detections(tmp_path / "chairs", frames, "sqlite3")
+    close = settings.replace(object_group_radius=0.3)
+    with RobotMemory(locate("chairs.db"), embed_backend="hash", settings=close) as memory:
+        import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections", every_s=100.0)), WHOLE_BAG)
+        chairs = memory.last_seen("56")["objects"]
+        assert sorted(c["position"][0] for c in chairs) == [0.0, 0.6]
+        assert [seconds(c["observed_at"]) for c in chairs] == [pytest.approx(stamp(BAG_START_NS) + 9)] * 2
+
+
+def test_an_empty_box_gives_way_to_the_hypothesis_pose(tmp_path: Path, memory: RobotMemory) -> None:
+    bag = write_detections(tmp_path / "unboxed", _one_object([0.0, 1.0], boxed=False), "sqlite3")
+    import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections")), WHOLE_BAG)
+    assert memory.last_seen(object_id="cup-1")["objects"][0]["position"] == [1.0, 0.0, 0.0]
+
+
+def test_stamps_of_another_clock_take_the_bag_time_and_are_warned(
+    tmp_path: Path, memory: RobotMemory
+) -> None:
+    """Simulation time counts from zero: 100 s after 1970 is not when a 2023 recording saw the cup."""
+    frames = [
+        (
+            BAG_START_NS + k * 10**9,
+            "map",
+            [Detected("cup-1", "41", (0.0, 0.0, 0.0), stamp_ns=(100 + k) * 10**9)],
+        )
+        for k in range(3)
+    ]
+    bag = write_detections(tmp_path / "sim", frames, "sqlite3")
+    result = import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections")), WHOLE_BAG)
+    assert result["warnings"] == [
+        "objects: 3 detections on /detections are stamped more than an hour from the time the bag recorded "
+        "them (another clock: simulation time?); the bag's time was taken"
+    ]
+    [cup] = memory.last_seen(object_id="cup-1")["objects"]
+    assert seconds(cup["observed_at"]) == pytest.approx(stamp(BAG_START_NS) + 2)
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        ({"id": "bbox.center.position"}, "objects.id: 'bbox.center.position' on /detections holds"),
+        (
+            {"label": "results.0.hypothesis.score"},
+            "objects.label: 'results.0.hypothesis.score' on /detections holds float",
+        ),
+        ({"items": "header.frame_id"}, "objects.items: 'header.frame_id' on /detections is not a list"),
+        ({"items": "header"}, "objects.items: 'header' on /detections is not a list"),
+        (
+            {"id": "uid", "position": "bbox.center.position"},
+            "objects.id: detections on /detections have no field 'uid'",
+        ),
+        (
+            {"items": "detections", "position": "bbox.size.x"},
+            "'bbox.size.x' on /detections is not a position",
+        ),
+        ({"items": "results"}, "objects.items: messages on /detections have no field 'results'"),
+    ],
+)
+def test_a_path_that_misses_or_reaches_the_wrong_kind_is_refused_before_anything_is_written(
+    paths: dict[str, str], message: str, tmp_path: Path, memory: RobotMemory
+) -> None:
+    bag = write_detections(tmp_path / "patrol", patrol()[:4], "sqlite3")
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        import_bag(memory, bag, BagMap(objects=ObjectTopic("/detections", **paths)), WHOLE_BAG)  # type: ignore[arg-type]
+    assert memory.recall("", n=10)["memories"] == []
+
+
+def test_an_empty_class_in_labels_is_refused() -> None:
+    from robotmem.integrations.bag_map import map_from_dict
+
+    with pytest.raises(ValidationError, match="objects.labels: a class must be non-empty text"):
+        map_from_dict(
+            {"objects": {"topic": "/d", "labels": {"": "cup"}}, "episodes": {"windows": [[0.0, 1.0]]}}
+        )

@@ -288,6 +288,8 @@ def _check_objects(objects: ObjectTopic) -> None:
             f"objects.labels: expected a table of class → label, got {_shown(objects.labels)}"
         )
     for name, label in objects.labels.items():
+        if not isinstance(name, str) or not name:
+            raise ValidationError(f"objects.labels: a class must be non-empty text, got {_shown(name)}")
         _text(label, f"objects.labels.{name}")
 
 

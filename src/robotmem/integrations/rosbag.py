@@ -378,12 +378,13 @@ def read_slices(
     windows: Sequence[Window],
     boundary_topics: Sequence[str] = (),
     reading: Reading | None = None,
+    group_radius: float = 1.0,
 ) -> list[Slice]:
     """Read every mapped topic (and the boundary topics, for the content digest) once; return what
-    falls into each window."""
+    falls into each window (label-only sightings thinned as objects within ``group_radius``)."""
     reading = reading or Reading(None, 0)
     every_ns = round(bag_map.objects.every_s * 1e9) if bag_map.objects else 0
-    slices = [Slice(w, sightings=Sightings(every_ns)) for w in windows]
+    slices = [Slice(w, sightings=Sightings(every_ns, group_radius)) for w in windows]
     starts = [w.start_ns for w in windows]
     poses = {p.topic: [q for q in bag_map.poses if q.topic == p.topic] for p in bag_map.poses}
     mapped = set(bag_map.topics())
@@ -423,10 +424,9 @@ def read_slices(
                 else:
                     s.last[pose.name] = point  # ... else the last before
         if bag_map.objects is not None and topic == bag_map.objects.topic:
-            seen, unnamed = read_sightings(message, bag_map.objects, stamp)
-            for s in hits:
-                s.sightings.skipped += unnamed
-                for one in seen:
+            counted = hits[0].sightings  # a message in several windows is counted once
+            for one in read_sightings(message, bag_map.objects, stamp, counted):
+                for s in hits:
                     s.sightings.add(one)
         if topic == bag_map.joints:
             for s in hits:
@@ -594,7 +594,9 @@ def import_bag(
         counts = Counter({c.topic: c.msgcount for c in reader.connections if c.topic in topics})
         reading = Reading(progress, sum(counts.values()) + sum(counts[t] for t in boundaries.topics()))
         cut = find_windows(reader, boundaries, reading)
-        slices = read_slices(reader, bag_map, cut.windows, boundaries.topics(), reading)
+        slices = read_slices(
+            reader, bag_map, cut.windows, boundaries.topics(), reading, memory.settings.object_group_radius
+        )
         if boundaries.windows:
             check_windows_hold_messages(reader, slices, topics)
         reading.done()
@@ -630,7 +632,6 @@ def import_bag(
             contexts[key] = parse_json_object("context", context, settings.max_context_bytes)
     # end_session's related memories are not read here: with related_top_k 0 it runs no recall.
     memory.settings = settings.replace(related_top_k=0)
-    unnamed = 0
     try:
         for s, key in zip(slices, keys, strict=True):
             if key in done:
@@ -641,18 +642,26 @@ def import_bag(
                 done.add(key)  # a bag whose windows repeat one another stores the episode once
                 result["imported"] += 1
                 result["sightings"] += len(s.sightings.done())
-                unnamed += s.sightings.skipped
                 result["memory_ids"].append(memory_id)
                 result["session_ids"].append(session_id)
             if progress is not None:
                 progress("episodes", 1, len(slices))
     finally:
         memory.settings = settings
-    if unnamed and bag_map.objects is not None:
-        result["warnings"].append(
-            f"objects: {unnamed} detections on {bag_map.objects.topic} named neither an id nor a label; skipped"
-        )
+    if bag_map.objects is not None:
+        result["warnings"] += _sighting_warnings(slices, bag_map.objects.topic)
     return result
+
+
+def _sighting_warnings(slices: Sequence[Slice], topic: str) -> list[str]:
+    unnamed = sum(s.sightings.skipped for s in slices)
+    drifted = sum(s.sightings.drifted for s in slices)
+    warnings = [f"objects: {unnamed} detections on {topic} named neither an id nor a label; skipped"]
+    warnings += [
+        f"objects: {drifted} detections on {topic} are stamped more than an hour from the time the bag "
+        "recorded them (another clock: simulation time?); the bag's time was taken"
+    ]
+    return [w for w, count in zip(warnings, (unnamed, drifted), strict=True) if count]
 
 
 def _store_episode(
