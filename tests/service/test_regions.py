@@ -273,6 +273,20 @@ def test_a_bad_region_is_refused_naming_the_field(mem: RobotMemory, region: Any,
     assert table_counts(mem) == before
 
 
+def test_a_region_and_a_spatial_sort_in_two_frames_are_refused(mem: RobotMemory) -> None:
+    """Positions of two frames never compare: a sort in odom would measure nothing a region in map keeps."""
+    _learn(mem, "cone by the gate", [1.0, 1.0])
+    _learn(mem, "cone by the gate, odometry", [1.0, 1.0], frame="odom")
+    before = table_counts(mem)
+    sort = {"field": "spatial.position", "target": [1, 1], "frame": "odom"}
+    for region in ({"center": [1, 1], "radius": 2}, {"center": [1, 1], "radius": 2, "frame": "map"}):
+        with pytest.raises(ValidationError, match="spatial_sort.frame: 'odom' is not region.frame 'map'"):
+            mem.recall("cone", region=region, spatial_sort=sort)
+    assert table_counts(mem) == before
+    both = mem.recall("cone", region={"center": [1, 1], "radius": 2, "frame": "odom"}, spatial_sort=sort)
+    assert [m["content"] for m in both["memories"]] == ["cone by the gate, odometry"]
+
+
 def test_a_store_of_the_previous_version_gains_the_index(tmp_path: Path, settings: Settings) -> None:
     import sqlite3
 

@@ -278,11 +278,23 @@ class RecallInput(OperationInput):
         self._filter = parse_filter(self.context_filter, max_bytes=settings.max_filter_bytes)
         self._spatial = parse_spatial_sort(self.spatial_sort)
         self._region = parse_region(self.region)
+        _check_one_frame(self._region, self._spatial)
         self._robots = parse_robots(self.robots)
         self._since = parse_time_bound("since", self.since)
         self._until = parse_time_bound("until", self.until)
         if self.min_relevance is not None and not 0.0 <= self.min_relevance <= 1.0:
             raise ValidationError(f"min_relevance: is {self.min_relevance}; expected a value within 0..1")
+
+
+def _check_one_frame(region: Region | None, spatial: SpatialSort | None) -> None:
+    """Refuse a region and a spatial sort of one path in two frames: positions of different frames never
+    compare, so the sort would measure none of the memories the region keeps."""
+    if region is None or spatial is None or region.path != spatial.path or region.frame == spatial.frame:
+        return
+    raise ValidationError(
+        f"spatial_sort.frame: {spatial.frame!r} is not region.frame {region.frame!r}; positions of "
+        "different frames never compare: ask both in one frame"
+    )
 
 
 class SavePerceptionInput(OperationInput):
