@@ -361,6 +361,23 @@ def test_map_has_equal_scales_zooms_pans_and_opens_points(demo: tuple[str, Robot
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_the_map_follows_a_resized_window_with_equal_scales(demo: tuple[str, RobotMemory], page: Any) -> None:
+    base, _ = demo
+    expect = _sync_api().expect
+    page.goto(base + "/#/map")
+    expect(page.locator("#map-plot canvas")).to_have_count(1)
+    wide = page.evaluate("() => document.querySelector('#map-plot').uplot.width")
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.set_viewport_size({"width": 760, "height": 900})
+    page.wait_for_function(f"() => document.querySelector('#map-plot').uplot.width < {wide} - 200")
+    narrow = scale_of(page, "#map-plot")
+    assert narrow["x"] == pytest.approx(narrow["y"], rel=1e-9)
+    assert page.evaluate("() => document.querySelector('#map-plot').uplot.width") <= 760
+    assert not [url for url in requests if "/api/" in url]  # drawn again from what it had
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_map_time_window_counts_what_the_store_counts(demo: tuple[str, RobotMemory], page: Any) -> None:
     base, memory = demo
     expect = _sync_api().expect

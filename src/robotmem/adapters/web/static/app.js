@@ -6,6 +6,7 @@
 const view = () => document.getElementById("view");
 const state = {
   renders: 0,
+  redraw: null, // how the view on show draws its plots again (redrawOnResize)
   memoryFilters: {},
   memoryQuery: "",
   memoryOffset: 0,
@@ -89,8 +90,27 @@ function measured(name, render) {
 // the user moved on) draws nothing.
 function claim() {
   const ticket = ++state.renders;
+  state.redraw = null;
   return () => ticket === state.renders;
 }
+
+// A view whose plots are sized to the page names how to draw them again from what it fetched: the window
+// resized, they are redrawn at the new width (the map keeps its equal aspect), without asking the server.
+// Only a change of the page's width redraws (a zoomed map is drawn anew at its full extent).
+function redrawOnResize(draw) {
+  state.redraw = { draw, width: view().clientWidth };
+}
+
+let resizeTimer = null;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    const width = view().clientWidth;
+    if (!state.redraw || width === state.redraw.width) return;
+    state.redraw.width = width;
+    run(state.redraw.draw);
+  }, 150);
+});
 
 // Run an action of the page: the status line is cleared first, so an error shown for an earlier
 // attempt never stays above the results of a later one.

@@ -257,6 +257,7 @@ async function mapView() {
     return run(mapView);
   }
   measured("map", () => drawMap(choice, data));
+  redrawOnResize(() => drawMap(choice, data));
 }
 
 function mapSummary(data, plane, layers) {
@@ -342,6 +343,7 @@ async function paramsView() {
   }
   if (!current()) return;
   measured("params", () => drawParams(choice, fields, result));
+  redrawOnResize(() => drawParams(choice, fields, result));
 }
 
 function drawParams(choice, fields, result) {
