@@ -130,6 +130,20 @@ def write_rosbags(
     return write_stream(path, events(plans, outcome_as=outcome_as), storage, frame_id=frame_id)
 
 
+def _writer(path: Path, storage: str):  # type: ignore[no-untyped-def]
+    """The bag path and an unopened ``rosbags`` writer: ROS 1 (``ros1``, a ``.bag``) or rosbag2 version 9
+    with ``sqlite3`` or ``mcap`` storage."""
+    if storage == "ros1":
+        from rosbags.rosbag1 import Writer as Ros1Writer
+
+        return path.with_suffix(".bag"), Ros1Writer(path.with_suffix(".bag"))
+    from rosbags.rosbag2 import StoragePlugin
+    from rosbags.rosbag2 import Writer as Ros2Writer
+
+    plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+    return path, Ros2Writer(path, version=9, storage_plugin=plugin)
+
+
 def write_stream(
     path: Path, stream: list[tuple[str, int, str, object]], storage: str, *, frame_id: str = "map"
 ) -> Path:
@@ -138,18 +152,7 @@ def write_stream(
 
     ros1 = storage == "ros1"
     ts = get_typestore(Stores.ROS1_NOETIC if ros1 else Stores.ROS2_HUMBLE)
-    if ros1:
-        from rosbags.rosbag1 import Writer as Ros1Writer
-
-        bag = path.with_suffix(".bag")
-        writer_cm = Ros1Writer(bag)
-    else:
-        from rosbags.rosbag2 import StoragePlugin
-        from rosbags.rosbag2 import Writer as Ros2Writer
-
-        bag = path
-        plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
-        writer_cm = Ros2Writer(bag, version=9, storage_plugin=plugin)
+    bag, writer_cm = _writer(path, storage)
     with writer_cm as writer:
         connections = {}
         for topic, t_ns, kind, value in stream:
@@ -303,18 +306,7 @@ def write_detections(
             return T["vision_msgs/msg/Detection3D"](header=header, results=[result], bbox=box)
         return T["vision_msgs/msg/Detection3D"](header=header, results=[result], bbox=box, id=d.object_id)
 
-    if ros1:
-        from rosbags.rosbag1 import Writer as Ros1Writer
-
-        bag = path.with_suffix(".bag")
-        writer_cm = Ros1Writer(bag)
-    else:
-        from rosbags.rosbag2 import StoragePlugin
-        from rosbags.rosbag2 import Writer as Ros2Writer
-
-        bag = path
-        plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
-        writer_cm = Ros2Writer(bag, version=9, storage_plugin=plugin)
+    bag, writer_cm = _writer(path, storage)
     with writer_cm as writer:
         connection = writer.add_connection(topic, kind, typestore=ts)
         for t_ns, frame_id, detections in frames:
