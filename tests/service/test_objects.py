@@ -393,6 +393,11 @@ def test_around_since_a_time_before_now(memory: RobotMemory, site: dict[str, int
         (lambda m: m.around([1.0, 2.0], 1.0, since=float("nan")), "since: must be a finite number"),
         (lambda m: m.last_seen("mug", collection="*"), "collection: '*' (every collection) is recall's"),
         (lambda m: m.around([1.0, 2.0], 1.0, collection="*"), "around answers within one collection"),
+        (lambda m: m.last_seen("mug", n=True), "n: must be a whole number, not true or false (got True)"),
+        (lambda m: m.around([1.0, 2.0], 1.0, n=False), "n: must be a whole number"),
+        (lambda m: m.recall("mug", n=True), "n: must be a whole number"),
+        (lambda m: m.get_memory(True), "memory_id: must be a whole number"),
+        (lambda m: m.list_memories(limit=True), "limit: must be a whole number"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic_core import PydanticCustomError
 
 from robotmem.config import Settings
 from robotmem.errors import ValidationError
@@ -48,6 +49,17 @@ JsonObjectOrText = Annotated[
     Field(description="A JSON object, or a string holding one."),
 ]
 EventTimeInput = StrictStr | StrictInt | StrictFloat | None
+
+
+def _not_true_or_false(value: Any) -> Any:
+    if isinstance(value, bool):  # Python's True is 1: a count or an id given as a flag is a mistake
+        raise PydanticCustomError("whole_number", "must be a whole number, not true or false")
+    return value
+
+
+# A count, a page size or an id: an integer, or its text (a query string's), never a bool.
+Whole = Annotated[int, BeforeValidator(_not_true_or_false)]
+WholeOrNone = Annotated[int | None, BeforeValidator(_not_true_or_false)]  # (its limits stay JSON Schema's)
 OBSERVED_AT = (
     "When it happened: ISO 8601 with a zone (2026-01-01T12:00:00Z) or epoch seconds; default now. "
     "Recall's since, until and order=recent read it."
@@ -192,7 +204,7 @@ class RecallInput(OperationInput):
     query: str = Field(
         default="", description="What to look for; may be empty when filters or spatial_sort are given."
     )
-    n: int | None = Field(
+    n: WholeOrNone = Field(
         default=None,
         ge=1,
         description="How many memories to return: default top_k (5), at most max_n (default 100).",
@@ -363,7 +375,7 @@ class SavePerceptionInput(OperationInput):
 class MemoryIdInput(OperationInput):
     """Read one memory in any status."""
 
-    memory_id: int = Field(
+    memory_id: Whole = Field(
         ge=1,
         le=MAX_MEMORY_ID,
         description="Id of the memory, as returned by learn, save_perception or recall.",
@@ -515,7 +527,7 @@ class LastSeenInput(OperationInput):
         description='The object\'s id as sightings name it (context.object.id, e.g. "mug-3"); given, it '
         "alone decides which object, and query is not read.",
     )
-    n: int = Field(default=5, ge=1, le=100, description="How many objects to return, best match first.")
+    n: Whole = Field(default=5, ge=1, le=100, description="How many objects to return, best match first.")
     since: EventTimeInput = Field(
         default=None, description=f"Only sightings at or after this time: {TIME_BOUND}."
     )
@@ -576,7 +588,7 @@ class AroundInput(OperationInput):
     since: EventTimeInput = Field(
         default=None, description=f"Only objects last seen at or after this time: {TIME_BOUND}."
     )
-    n: int = Field(default=10, ge=1, le=100, description="How many objects and memories to return.")
+    n: Whole = Field(default=10, ge=1, le=100, description="How many objects and memories to return.")
     collection: str | None = Field(
         default=None, description='Collection to search (default: the instance\'s); one collection, not "*".'
     )

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from robotmem.config import Settings
 from robotmem.errors import NotFoundError, ValidationError
-from robotmem.formats.inputs import OperationInput
+from robotmem.formats.inputs import OperationInput, Whole
 from robotmem.formats.results import (
     CategoriesResult,
     CollectionsResult,
@@ -83,8 +83,8 @@ class ListMemoriesInput(OperationInput):
     max_confidence: float | None = Field(default=None, ge=0.0, le=1.0, description="Highest confidence.")
     since: datetime | None = Field(default=None, description="Created at or after (ISO 8601; UTC if naive).")
     until: datetime | None = Field(default=None, description="Created before (ISO 8601; UTC if naive).")
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
-    offset: int = Field(default=0, ge=0, le=10**9, description="Memories to skip.")
+    limit: Whole = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
+    offset: Whole = Field(default=0, ge=0, le=10**9, description="Memories to skip.")
     order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
     __slots__ = ("_query",)
 
@@ -116,8 +116,8 @@ class ListSessionsInput(_CollectionInput):
     """Filters and page of the session list."""
 
     status: Literal["active", "ended"] | None = Field(default=None, description="active or ended.")
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
-    offset: int = Field(default=0, ge=0, le=10**9, description="Sessions to skip.")
+    limit: Whole = Field(default=50, ge=1, le=MAX_PAGE, description="Page size.")
+    offset: Whole = Field(default=0, ge=0, le=10**9, description="Sessions to skip.")
     order: Literal["newest", "oldest"] = Field(default="newest", description="Time order.")
     robot: str | None = Field(default=None, min_length=1, max_length=200, description="The session's robot.")
     task: str | None = Field(default=None, min_length=1, max_length=200, description="The session's task.")
@@ -135,7 +135,7 @@ class ListSessionsInput(_CollectionInput):
 class RecentFailuresInput(_CollectionInput):
     """Failed episodes and the lessons drawn from failures."""
 
-    limit: int = Field(default=20, ge=1, le=MAX_PAGE, description="How many of each kind.")
+    limit: Whole = Field(default=20, ge=1, le=MAX_PAGE, description="How many of each kind.")
     max_outcome: float = Field(
         default=FAILURE_THRESHOLD,
         ge=0.0,
@@ -154,7 +154,7 @@ class SpatialPointsInput(OperationInput):
         description="e.g. spatial.object_position",
     )
     collection: str | None = Field(default=None, min_length=1, max_length=200, description="Collection name.")
-    limit: int = Field(default=500, ge=1, le=5000, description="Most recent memories to plot.")
+    limit: Whole = Field(default=500, ge=1, le=5000, description="Most recent memories to plot.")
 
     def _check(self, settings: Settings) -> None:
         self._check_name("collection")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from robotmem.config import Settings
-from robotmem.formats.inputs import TIME_BOUND, EventTimeInput, OperationInput
+from robotmem.formats.inputs import TIME_BOUND, EventTimeInput, OperationInput, Whole, WholeOrNone
 from robotmem.formats.results import Axis, MapResult, ParamFieldsResult, ParamOutcomeResult
 from robotmem.formats.serialize import axis, map_result, param_fields_result, param_outcome_result
 from robotmem.formats.validation import parse_time_bound, resolve_window
@@ -95,7 +95,7 @@ class MapInput(_ViewInput):
     collection: ViewCollection = None
     since: Since = None
     until: Until = None
-    limit: int = Field(
+    limit: Whole = Field(
         default=5000, ge=1, le=MAX_POINTS, description="Newest memories to plot, and newest object sightings."
     )
     frame: str | None = Field(
@@ -105,7 +105,7 @@ class MapInput(_ViewInput):
         pattern=r"^[^\x00]+$",  # a stored context holds no NUL (formats/validation.py)
         description="Coordinate frame (spatial.frame) to show; default: the one most memories are in.",
     )
-    objects: int = Field(
+    objects: Whole = Field(
         default=200, ge=0, le=MAX_OBJECTS, description="Objects to draw, most recently seen first."
     )
 
@@ -130,9 +130,11 @@ class ParamOutcomeInput(_ViewInput):
     until: Until = None
     x_unit: str | None = Field(default=None, max_length=50, description="Unit of x; default: the most used.")
     y_unit: str | None = Field(default=None, max_length=50, description="Unit of y; default: the most used.")
-    bins: int | None = Field(default=None, ge=1, le=MAX_BINS, description="Bins on x; default: chosen.")
-    y_bins: int | None = Field(default=None, ge=1, le=MAX_BINS, description="Bins on y; default: chosen.")
-    points: int = Field(default=5000, ge=0, le=MAX_POINTS, description="Raw points to return, newest first.")
+    bins: WholeOrNone = Field(default=None, ge=1, le=MAX_BINS, description="Bins on x; default: chosen.")
+    y_bins: WholeOrNone = Field(default=None, ge=1, le=MAX_BINS, description="Bins on y; default: chosen.")
+    points: Whole = Field(
+        default=5000, ge=0, le=MAX_POINTS, description="Raw points to return, newest first."
+    )
 
 
 def map_view(engine: Engine, args: MapInput) -> MapResult:
