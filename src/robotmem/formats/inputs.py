@@ -59,7 +59,8 @@ def _not_true_or_false(value: Any) -> Any:
 
 # A count, a page size or an id: an integer, or its text (a query string's), never a bool.
 Whole = Annotated[int, BeforeValidator(_not_true_or_false)]
-WholeOrNone = Annotated[int | None, BeforeValidator(_not_true_or_false)]  # (its limits stay JSON Schema's)
+# Optional, the None inside the Annotated: a Field's ge/le then reach JSON Schema as minimum/maximum.
+WholeOrNone = Annotated[int | None, BeforeValidator(_not_true_or_false)]
 OBSERVED_AT = (
     "When it happened: ISO 8601 with a zone (2026-01-01T12:00:00Z) or epoch seconds; default now. "
     "Recall's since, until and order=recent read it."

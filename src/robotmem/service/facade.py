@@ -231,10 +231,11 @@ class RobotMemory:
         """Return ``{"objects": [...]}``: for each matching object its latest sighting, best match first.
 
         An object is what sightings name in ``context.object`` (``id``, ``label``); ``object_id`` asks for
-        one (and then alone decides: ``query`` is not read), ``query`` describes it in words (only sightings whose words match count, so an unknown object
-        finds nothing); ``as_of`` asks where it was at that time; ``since``/``until``/``region`` narrow the
-        sightings. Each object: ``object_id``, ``label``, ``position``, ``frame``, ``observed_at`` (ISO 8601
-        UTC), ``memory_id``, ``sightings``. Raises ``ValidationError`` for a bad region or time.
+        one (and then alone decides: ``query`` is not read), ``query`` describes it in words (only sightings
+        whose words match count, so an unknown object finds nothing); ``as_of`` asks where it was at that
+        time; ``since``/``until``/``region`` narrow the sightings. Each object: ``object_id``, ``label``,
+        ``position``, ``frame``, ``observed_at`` (ISO 8601 UTC), ``memory_id``, ``sightings``; an empty
+        answer says why in ``note``. Raises ``ValidationError`` for a bad region or time.
         """
         return objects.last_seen(self._engine, self._input(LastSeenInput, locals()))
 
