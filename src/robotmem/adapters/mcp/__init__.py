@@ -134,12 +134,13 @@ coordinate frame), when (observed_at, ISO 8601 UTC) and in which memory. Objects
 in context.object ({"id": "mug-3", "label": "red mug"}). Ask by object_id for one object, or by query in words
 ("the red mug", "红色杯子", "where is my charger"): only objects the words name are returned (the question
 holds the object's label or id, or every word asked is one of its label's: "mug" names the red mug, "the blue
-mug" does not), best match first, so an object never seen returns {"objects": []} — then say you have not
-seen it, never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
+mug" does not), best match first, so an object never seen returns {"objects": [], "note": ...} (the note says
+why: no sighting names that id, none in the window asked, or no object seen is named) — then say you have
+not seen it, never guess. as_of gives where the object was at that time ("where was the pallet before it was moved?": as_of
 just before the move). since/until (ISO 8601, epoch seconds, or -30m/-2h/-7d) and region narrow the sightings.
 Returns {"objects": [{"object_id", "label", "position", "frame", "observed_at", "memory_id", "sightings"}]};
 when nothing is found and the region's frame holds no position, "warnings" says so and names the frames
-that do: ask again in one of them.""",
+that do: ask again in one of them. collection is one collection ("*" is refused).""",
     "around": """\
 What is around me now? The objects whose latest sighting lies within radius (metres) of position ([x, y] or
 [x, y, z], e.g. the robot's own position) in frame (default "map"; positions in other frames never count),
