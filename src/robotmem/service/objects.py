@@ -396,9 +396,8 @@ def _described(engine: Engine, query: str, span: _Span, n: int) -> list[tuple[st
         if not keys and len(ids) == _LABEL_POOL:  # the best matches are other objects': look deeper
             keys = _first_keys(tx, ranked(source, _LABEL_POOL_WIDE)[_LABEL_POOL:], n, _BLOCK, names)
         keys = keys or _named_by_value(tx, source, query, names)
-        return sorted(keys, key=lambda key: -names.best.get(key, NAMED_BY_ID))[
-            :n
-        ]  # stable: BM25's among equals
+        # The most specifically named first; the sort is stable, so BM25's order stands among equals.
+        return sorted(keys, key=lambda key: -names.best.get(key, NAMED_BY_ID))[:n]
 
     return engine.read(work)
 
