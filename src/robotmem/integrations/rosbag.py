@@ -638,10 +638,10 @@ def import_bag(
                 result["skipped"] += 1
             else:
                 context = contexts[key]
-                memory_id, session_id = _store_episode(memory, s, bag_map, bag, context, collection)
+                memory_id, session_id, sighted = _store_episode(memory, s, bag_map, bag, context, collection)
                 done.add(key)  # a bag whose windows repeat one another stores the episode once
                 result["imported"] += 1
-                result["sightings"] += len(s.sightings.done())
+                result["sightings"] += sighted
                 result["memory_ids"].append(memory_id)
                 result["session_ids"].append(session_id)
             if progress is not None:
@@ -654,19 +654,21 @@ def import_bag(
 
 
 def _sighting_warnings(slices: Sequence[Slice], topic: str) -> list[str]:
-    unnamed = sum(s.sightings.skipped for s in slices)
-    drifted = sum(s.sightings.drifted for s in slices)
-    warnings = [f"objects: {unnamed} detections on {topic} named neither an id nor a label; skipped"]
-    warnings += [
-        f"objects: {drifted} detections on {topic} are stamped more than an hour from the time the bag "
-        "recorded them (another clock: simulation time?); the bag's time was taken"
-    ]
-    return [w for w, count in zip(warnings, (unnamed, drifted), strict=True) if count]
+    warnings = []
+    if unnamed := sum(s.sightings.skipped for s in slices):
+        warnings.append(f"objects: {unnamed} detections on {topic} named neither an id nor a label; skipped")
+    if drifted := sum(s.sightings.drifted for s in slices):
+        warnings.append(
+            f"objects: {drifted} detections on {topic} are stamped more than an hour from the time the bag "
+            "recorded them (another clock: simulation time?); the bag's time was taken"
+        )
+    return warnings
 
 
 def _store_episode(
     memory: Any, s: Slice, bag_map: BagMap, bag: Path, context: dict[str, Any], collection: str | None
-) -> tuple[int, str]:
+) -> tuple[int, str, int]:
+    """Store one episode; return its memory id, its session id and how many sightings it stored."""
     session = memory.start_session(
         context={"robot": context["robot"], "task": context["task"], "provenance": context["provenance"]},
         collection=collection,
@@ -699,16 +701,16 @@ def _store_episode(
                 }
             ]
         )
-    if bag_map.objects is not None:
-        seen = [sighting_item(one, bag_map.objects.topic) for one in s.sightings.done()]
-        for start in range(0, len(seen), _SIGHTINGS_PER_BATCH):
-            batch = seen[start : start + _SIGHTINGS_PER_BATCH]
-            memory.save_perceptions(
-                [{**item, "collection": collection, "session_id": session} for item in batch]
-            )
+    topic = bag_map.objects.topic if bag_map.objects else ""
+    seen = [
+        {**sighting_item(one, topic), "collection": collection, "session_id": session}
+        for one in s.sightings.done()
+    ]  # empty without a detection topic
+    for start in range(0, len(seen), _SIGHTINGS_PER_BATCH):
+        memory.save_perceptions(seen[start : start + _SIGHTINGS_PER_BATCH])
     score = None if s.outcome is None else (1.0 if s.outcome else 0.0)
     memory.end_session(session, outcome_score=score)
-    return int(memory_id), str(session)
+    return int(memory_id), str(session), len(seen)
 
 
 __all__ = [
