@@ -89,14 +89,16 @@ MSGTYPES = {
 }
 
 
+def _header(T, t_ns: int, frame_id: str, ros1: bool):  # type: ignore[no-untyped-def]
+    """A ``std_msgs/Header`` stamped ``t_ns`` in ``frame_id`` (ROS 1's has a ``seq``)."""
+    stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
+    seq = {"seq": 0} if ros1 else {}
+    return T["std_msgs/msg/Header"](**seq, stamp=stamp, frame_id=frame_id)
+
+
 def _build(ts, kind: str, t_ns: int, value, ros1: bool, frame_id: str = "map"):  # type: ignore[no-untyped-def]
     T = ts.types
-    stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
-    header = (
-        T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id=frame_id)
-        if ros1
-        else T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame_id)
-    )
+    header = _header(T, t_ns, frame_id, ros1)
     if kind == "int":
         return T["std_msgs/msg/Int32"](data=value)
     if kind == "string":
@@ -275,13 +277,7 @@ def write_detections(
     def detection(header, d: Detected):  # type: ignore[no-untyped-def]
         if d.stamp_ns is not None or d.frame_id is not None:
             t_ns = header.stamp.sec * 10**9 + header.stamp.nanosec if d.stamp_ns is None else d.stamp_ns
-            stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
-            frame = header.frame_id if d.frame_id is None else d.frame_id
-            header = (
-                T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id=frame)
-                if ros1
-                else T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame)
-            )
+            header = _header(T, t_ns, header.frame_id if d.frame_id is None else d.frame_id, ros1)
         with_cov = T["geometry_msgs/msg/PoseWithCovariance"](pose=pose(d.position), covariance=np.zeros(36))
         if ros1:
             result = T["vision_msgs/msg/ObjectHypothesisWithPose"](
@@ -310,12 +306,7 @@ def write_detections(
     with writer_cm as writer:
         connection = writer.add_connection(topic, kind, typestore=ts)
         for t_ns, frame_id, detections in frames:
-            stamp = T["builtin_interfaces/msg/Time"](sec=t_ns // 10**9, nanosec=t_ns % 10**9)
-            header = (
-                T["std_msgs/msg/Header"](seq=0, stamp=stamp, frame_id=frame_id)
-                if ros1
-                else T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame_id)
-            )
+            header = _header(T, t_ns, frame_id, ros1)
             message = T[kind](header=header, detections=[detection(header, d) for d in detections])
             raw = ts.serialize_ros1(message, kind) if ros1 else ts.serialize_cdr(message, kind)
             writer.write(connection, t_ns, raw)
