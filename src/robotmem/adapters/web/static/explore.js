@@ -256,8 +256,9 @@ async function mapView() {
     choice.frame = undefined;
     return run(mapView);
   }
-  measured("map", () => drawMap(choice, data));
-  redrawOnResize(() => drawMap(choice, data));
+  const draw = () => drawMap(choice, data);
+  measured("map", draw);
+  redrawOnResize(draw);
 }
 
 function mapSummary(data, plane, layers) {
@@ -342,8 +343,9 @@ async function paramsView() {
     );
   }
   if (!current()) return;
-  measured("params", () => drawParams(choice, fields, result));
-  redrawOnResize(() => drawParams(choice, fields, result));
+  const draw = () => drawParams(choice, fields, result);
+  measured("params", draw);
+  redrawOnResize(draw);
 }
 
 function drawParams(choice, fields, result) {
